@@ -1,0 +1,74 @@
+// vramcalc: JSON in, JSON out. Exit 0 on success, 2 on bad input (one line per problem on stderr).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api.hpp"
+#include "cli.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: vramcalc estimate FILE|- [--table]   per-GPU memory of a training run\n"
+    "       vramcalc sweep FILE|-                 peak memory over a micro_batch x seq_len grid\n"
+    "       vramcalc deepspeed FILE|-             a DeepSpeed config matching the settings\n"
+    "       vramcalc adamw FILE|-                 the scalar AdamW reference step\n"
+    "       vramcalc presets                      model presets, GPU catalog, worked scenarios\n"
+    "       vramcalc bench [SECONDS]              estimates per second\n";
+
+bool read_input(const std::string& path, std::string& out) {
+    if (path == "-") {
+        std::ostringstream s;
+        s << std::cin.rdbuf();
+        out = s.str();
+        return true;
+    }
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    std::ostringstream s;
+    s << f.rdbuf();
+    out = s.str();
+    return true;
+}
+
+int print_result(const vramcalc::ApiResult& r, bool table) {
+    if (r.ok) {
+        std::cout << (table ? vramcalc::cli::format_table(r.json) : r.json + "\n");
+        return 0;
+    }
+    const nlohmann::json errors = nlohmann::json::parse(r.json, nullptr, false);
+    for (const auto& e : errors["errors"]) {
+        const std::string field = e["field"].get<std::string>();
+        std::cerr << "error: " << (field.empty() ? "" : field + ": ") << e["message"].get<std::string>() << "\n";
+    }
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "presets" && argc == 2) {
+        std::cout << vramcalc::presets_json() << "\n";
+        return 0;
+    }
+    if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);
+    const bool table = argc == 4 && std::string(argv[3]) == "--table" && cmd == "estimate";
+    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "adamw") && (argc == 3 || table)) {
+        std::string input;
+        if (!read_input(argv[2], input)) {
+            std::cerr << "error: cannot read " << argv[2] << "\n";
+            return 2;
+        }
+        if (cmd == "estimate") return print_result(vramcalc::estimate_json(input), table);
+        if (cmd == "sweep") return print_result(vramcalc::sweep_json(input), false);
+        if (cmd == "deepspeed") return print_result(vramcalc::deepspeed_json(input), false);
+        return print_result(vramcalc::adamw_json(input), false);
+    }
+    std::cerr << kUsage;
+    return 2;
+}

@@ -1,0 +1,107 @@
+#include "api.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "config_json.hpp"
+#include "presets.hpp"
+#include "report_json.hpp"
+
+namespace vramcalc {
+
+using nlohmann::json;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ApiResult failure(const std::vector<FieldError>& errors) { return {false, dump(errors_to_json(errors))}; }
+
+// Reads an axis of the sweep grid: an array of positive integers, or the configuration's own value.
+bool read_axis(const json& request, const char* key, std::uint64_t fallback, std::vector<std::uint64_t>& out,
+               std::vector<FieldError>& errors) {
+    auto it = request.find(key);
+    if (it == request.end()) {
+        out = {fallback};
+        return true;
+    }
+    if (!it->is_array() || it->empty() || it->size() > 1000) {
+        errors.push_back({key, "must be an array of 1 to 1000 positive integers"});
+        return false;
+    }
+    for (const json& v : *it) {
+        if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0 || v.get<std::uint64_t>() > (1u << 24)) {
+            errors.push_back({key, "must hold integers from 1 to 16777216"});
+            return false;
+        }
+        out.push_back(v.get<std::uint64_t>());
+    }
+    return true;
+}
+
+}  // namespace
+
+ApiResult estimate_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    return {true, dump(report_to_json(make_report(p.config)))};
+}
+
+ApiResult deepspeed_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    return {true, dump(deepspeed_config(p.config))};
+}
+
+ApiResult sweep_json(const std::string& request_json) {
+    const json request = json::parse(request_json, nullptr, false);
+    if (request.is_discarded() || !request.is_object())
+        return failure({{"", "the sweep request must be a JSON object {\"config\", \"micro_batch\", \"seq_len\"}"}});
+    for (auto it = request.begin(); it != request.end(); ++it)
+        if (it.key() != "config" && it.key() != "micro_batch" && it.key() != "seq_len")
+            return failure({{it.key(), "unknown key; allowed keys: config, micro_batch, seq_len"}});
+    ParsedConfig p = parse_config(request.contains("config") ? request["config"] : json::object());
+    if (!p.ok()) return failure(p.errors);
+    std::vector<FieldError> errors;
+    std::vector<std::uint64_t> batches, seqs;
+    read_axis(request, "micro_batch", p.config.micro_batch, batches, errors);
+    read_axis(request, "seq_len", p.config.seq_len, seqs, errors);
+    if (errors.empty() && batches.size() * seqs.size() > 10000)
+        errors.push_back({"", "the grid is larger than 10000 points"});
+    if (!errors.empty()) return failure(errors);
+    json peak = json::array(), total = json::array();
+    const json base = config_to_json(p.config);
+    for (std::uint64_t s : seqs) {
+        json peak_row = json::array(), total_row = json::array();
+        for (std::uint64_t b : batches) {
+            json point = base;
+            point["seq_len"] = s, point["micro_batch"] = b;
+            ParsedConfig q = parse_config(point);  // the same checks as a single estimate
+            if (!q.ok()) {
+                peak_row.push_back(nullptr), total_row.push_back(nullptr);
+                continue;
+            }
+            const MemoryEstimate m = estimate_memory(q.config);
+            peak_row.push_back(std::uint64_t(m.peak_allocated)), total_row.push_back(std::uint64_t(m.total));
+        }
+        peak.push_back(peak_row), total.push_back(total_row);
+    }
+    const json out = {{"micro_batch", batches}, {"seq_len", seqs}, {"peak_allocated_bytes", peak},
+                      {"total_bytes", total},
+                      {"capacity_bytes", std::uint64_t(p.config.gpu.memory_gib * 1024.0 * 1024 * 1024)}};
+    return {true, dump(out)};
+}
+
+std::string presets_json() {
+    json models = json::array(), gpus = json::array(), examples = json::array();
+    for (const ModelPreset& m : model_presets())
+        models.push_back({{"id", m.arch.id}, {"name", m.name}, {"source", m.source},
+                          {"parameters", total_params(m.arch)}, {"architecture", architecture_to_json(m.arch)}});
+    for (const Gpu& g : gpu_catalog())
+        gpus.push_back({{"id", g.id}, {"name", g.name}, {"memory_gib", g.memory_gib},
+                        {"bandwidth_gbps", g.bandwidth_gbps}, {"bf16_tflops", g.bf16_tflops}});
+    for (const Scenario& s : scenarios())
+        examples.push_back({{"id", s.id}, {"description", s.description}, {"config", json::parse(s.config_json)}});
+    return dump({{"models", models}, {"gpus", gpus}, {"scenarios", examples}});
+}
+
+}  // namespace vramcalc

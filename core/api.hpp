@@ -1,0 +1,22 @@
+// Text in, text out: the one entry point the CLI and the WASM bindings share.
+// Every call returns {ok, json}; on failure json is {"errors":[{"field","message"}...]}.
+// No call throws or aborts, whatever the input.
+#pragma once
+#include <string>
+
+namespace vramcalc {
+
+struct ApiResult {
+    bool ok = false;
+    std::string json;
+};
+
+ApiResult estimate_json(const std::string& config_json);
+// {"config":{...},"micro_batch":[1,2,...],"seq_len":[512,...]} → peak and total bytes over the grid.
+ApiResult sweep_json(const std::string& request_json);
+ApiResult deepspeed_json(const std::string& config_json);
+std::string presets_json();
+// One or more steps of the scalar AdamW reference (core/adamw.hpp); see adamw_json.cpp for the format.
+ApiResult adamw_json(const std::string& request_json);
+
+}  // namespace vramcalc

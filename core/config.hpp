@@ -1,0 +1,76 @@
+// The training configuration vramcalc estimates: one flat record, every field with a default.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "architecture.hpp"
+
+namespace vramcalc {
+
+enum class Precision { fp32_true, bf16_mixed, fp16_mixed, bf16_true, fp16_true };
+enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum };
+enum class OptimizerImpl { foreach, fused, single_tensor };
+enum class FinetuneMethod { full, lora, qlora };
+enum class Checkpointing { none, selective, full };
+enum class Attention { eager, flash };
+enum class Strategy { single, ddp, deepspeed, fsdp, megatron };
+enum class Offload { none, optimizer, optimizer_and_params };
+// Which kernels allocate: CUDA (the product) or PyTorch's CPU kernels (what the CPU validation measures).
+enum class Device { cuda, cpu };
+// PyTorch's optimizer code changed what it allocates between 1.13 and 2.x.
+enum class TorchVersion { v2, v1_13 };
+
+struct Finetune {
+    FinetuneMethod method = FinetuneMethod::full;
+    std::uint64_t rank = 8;
+    std::vector<std::string> targets{"q_proj", "v_proj"};
+};
+
+struct Gpu {
+    std::string id;    // catalog id, or "custom"
+    std::string name;
+    double memory_gib = 80;
+    double bandwidth_gbps = 0;   // GB/s, 0 when unknown
+    double bf16_tflops = 0;      // dense, 0 when unknown
+};
+
+struct Config {
+    Architecture model;
+    std::uint64_t seq_len = 2048;
+    std::uint64_t micro_batch = 1;
+    std::uint64_t grad_accum = 1;
+    Precision precision = Precision::bf16_mixed;
+    Optimizer optimizer = Optimizer::adamw;
+    OptimizerImpl optimizer_impl = OptimizerImpl::foreach;
+    Finetune finetune;
+    Checkpointing checkpointing = Checkpointing::none;
+    Attention attention = Attention::eager;
+    Strategy strategy = Strategy::single;
+    std::uint64_t gpus = 1;
+    int zero = 0;
+    std::uint64_t tp = 1;
+    std::uint64_t pp = 1;
+    bool sequence_parallel = false;
+    Offload offload = Offload::none;
+    Gpu gpu;
+    Device device = Device::cuda;
+    TorchVersion torch = TorchVersion::v2;
+};
+
+// Names as they appear in the JSON configuration.
+const char* to_string(Precision);
+const char* to_string(Optimizer);
+const char* to_string(OptimizerImpl);
+const char* to_string(FinetuneMethod);
+const char* to_string(Checkpointing);
+const char* to_string(Attention);
+const char* to_string(Strategy);
+const char* to_string(Offload);
+const char* to_string(Device);
+const char* to_string(TorchVersion);
+
+// Data parallel degree: the GPUs that hold replicas (or ZeRO shards) of the same layers.
+inline std::uint64_t data_parallel(const Config& c) { return c.gpus / (c.tp * c.pp); }
+
+}  // namespace vramcalc

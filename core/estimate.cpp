@@ -1,0 +1,248 @@
+#include "estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "architecture.hpp"
+#include "config_json.hpp"
+#include "memory_terms.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// Fixed for the whole step: model states and buffers that live from setup to the end.
+Terms resident(const Config& c) {
+    Terms t;
+    t.weights = weights_bytes(c);
+    t.optimizer_states = optimizer_states_bytes(c);
+    t.master_weights = master_weights_bytes(c);
+    t.temporaries = cublas_workspace_bytes(c) + communication_buffer_bytes(c) + gathered_parameter_bytes(c);
+    return t;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Config& c) {
+    MemoryEstimate m;
+    m.params_total = double(total_params(c.model));
+    m.params_trainable = c.finetune.method == FinetuneMethod::full
+                             ? m.params_total
+                             : double(lora_params(c.model, c.finetune.rank, c.finetune.targets));
+    const double grads = gradients_bytes(c);
+    // Gradients of earlier micro-batches stay while later ones run forward and backward.
+    const double carried_grads = c.grad_accum > 1 ? grads : 0;
+
+    // Start of backward: every saved activation, the loss's fp32 logits chain, autocast's weight casts.
+    Terms loss = resident(c);
+    loss.gradients = carried_grads;
+    loss.activations = activations_bytes(c);
+    loss.logits = logits_backward_peak_bytes(c);
+    loss.temporaries += autocast_weight_copy_bytes(c);
+
+    // Backward through the last layer: its recomputed activations (checkpointing) and softmax backward.
+    Terms backward = resident(c);
+    backward.gradients = carried_grads;
+    backward.activations = activations_bytes(c);
+    if (c.checkpointing == Checkpointing::full) {
+        Config inner = c;
+        inner.checkpointing = Checkpointing::none;
+        backward.activations += layer_activation_bytes(inner);
+    }
+    backward.temporaries += autocast_weight_copy_bytes(c) + attention_backward_transient_bytes(c);
+
+    // The optimizer step: all gradients, and the implementation's temporaries.
+    Terms step = resident(c);
+    step.gradients = grads;
+    step.temporaries += optimizer_step_temporary_bytes(c);
+
+    m.phases = {{"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
+    for (std::size_t i = 1; i < m.phases.size(); ++i)
+        if (m.phases[i].terms.sum() > m.phases[m.peak_phase].terms.sum()) m.peak_phase = i;
+    m.peak_allocated = m.at_peak().sum();
+    m.allocator_overhead = allocator_overhead_bytes(c, m.peak_allocated);
+    m.peak_reserved = m.peak_allocated + m.allocator_overhead;
+    m.cuda_context = cuda_context_bytes(c);
+    m.total = m.peak_reserved + m.cuda_context;
+    m.cpu = cpu_offload_bytes(c);
+    m.capacity = c.gpu.memory_gib * kGiB;
+    m.fits = m.total <= m.capacity;
+    return m;
+}
+
+std::uint64_t max_micro_batch(const Config& base) {
+    Config c = base;
+    auto fits = [&](std::uint64_t b) {
+        c.micro_batch = b;
+        return estimate_memory(c).fits;
+    };
+    if (!fits(1)) return 0;
+    std::uint64_t lo = 1, hi = 2;  // fits(lo); find hi that does not
+    constexpr std::uint64_t kLimit = std::uint64_t(1) << 20;
+    while (hi <= kLimit && fits(hi)) lo = hi, hi *= 2;
+    if (hi > kLimit) return kLimit;
+    while (hi - lo > 1) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+namespace {
+
+std::string gib(double bytes) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f GiB", bytes / kGiB);
+    return s;
+}
+
+struct Candidate {
+    std::string change;
+    nlohmann::json patch;
+    std::string why;
+};
+
+// Applies a patch through the same parser users go through, so a suggestion is always a valid config.
+bool apply(const Config& c, const nlohmann::json& patch, Config& out) {
+    nlohmann::json j = config_to_json(c);
+    for (auto it = patch.begin(); it != patch.end(); ++it) j[it.key()] = it.value();
+    ParsedConfig p = parse_config(j);
+    if (!p.ok()) return false;
+    out = p.config;
+    out.device = c.device, out.torch = c.torch;
+    return true;
+}
+
+// An OOM checklist in the usual order: precision, micro-batch/sequence, checkpointing, ZeRO, offload,
+// 8-bit optimizer, LoRA/QLoRA, more GPUs.
+std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
+    std::vector<Candidate> out;
+    const Terms& peak = estimate_memory(c).at_peak();
+    if (c.precision == Precision::fp32_true)
+        out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
+                       "activations and logits drop to 16-bit while weights stay fp32"});
+    if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
+        out.push_back({"Keep weights in bf16 (bf16-true)", {{"precision", "bf16-true"}},
+                       "weights, gradients and optimizer states halve; watch for precision loss in updates"});
+    if (c.micro_batch > 1 && max_mb >= 1 && max_mb < c.micro_batch) {
+        const std::uint64_t global = c.micro_batch * c.grad_accum;
+        const std::uint64_t accum = (global + max_mb - 1) / max_mb;
+        out.push_back({"Lower micro_batch to " + std::to_string(max_mb) + " with grad_accum " + std::to_string(accum),
+                       {{"micro_batch", max_mb}, {"grad_accum", accum}},
+                       "activations scale with the micro-batch; accumulation keeps the global batch"});
+    } else if (c.micro_batch > 1) {
+        out.push_back({"Lower micro_batch to 1 with grad_accum " + std::to_string(c.micro_batch * c.grad_accum),
+                       {{"micro_batch", 1}, {"grad_accum", c.micro_batch * c.grad_accum}},
+                       "activations scale with the micro-batch; accumulation keeps the global batch"});
+    }
+    if (c.seq_len >= 256 && peak.activations + peak.logits > 0)
+        out.push_back({"Halve seq_len to " + std::to_string(c.seq_len / 2), {{"seq_len", c.seq_len / 2}},
+                       "activations and logits scale with the sequence (attention scores with its square)"});
+    if (c.checkpointing != Checkpointing::full)
+        out.push_back({"Turn on full activation checkpointing", {{"checkpointing", "full"}},
+                       "each layer keeps only its input and recomputes the rest in backward (~33% more compute)"});
+    if (c.attention == Attention::eager)
+        out.push_back({"Use flash attention", {{"attention", "flash"}},
+                       "no seq_len x seq_len scores are stored"});
+    if (c.strategy == Strategy::deepspeed && c.zero < 3)
+        out.push_back({"ZeRO stage " + std::to_string(c.zero + 1), {{"zero", c.zero + 1}},
+                       "shards more of the model states across the data-parallel GPUs"});
+    if ((c.strategy == Strategy::ddp || c.strategy == Strategy::single) && c.gpus > 1)
+        out.push_back({"Shard with FSDP (FULL_SHARD)", {{"strategy", "fsdp"}, {"zero", 3}},
+                       "weights, gradients and optimizer states are split across the GPUs"});
+    if (c.offload == Offload::none) {
+        if (c.strategy == Strategy::deepspeed && c.zero == 3)
+            out.push_back({"Offload optimizer and parameters to CPU", {{"offload", "optimizer+params"}},
+                           "ZeRO-Infinity keeps only the layers in use on the GPU"});
+        else if (c.strategy == Strategy::deepspeed && c.zero >= 1)
+            out.push_back({"Offload the optimizer to CPU", {{"offload", "optimizer"}},
+                           "master weights and optimizer states move to CPU RAM (ZeRO-Offload)"});
+        else if (c.strategy == Strategy::single || c.strategy == Strategy::ddp || c.strategy == Strategy::deepspeed)
+            out.push_back({"DeepSpeed ZeRO-2 with the optimizer on CPU",
+                           {{"strategy", "deepspeed"}, {"zero", 2}, {"offload", "optimizer"}},
+                           "master weights and optimizer states move to CPU RAM (ZeRO-Offload)"});
+        else if (c.strategy == Strategy::fsdp)
+            out.push_back({"FSDP CPU offload", {{"offload", "optimizer+params"}},
+                           "parameters, gradients and the optimizer step move to the CPU"});
+    }
+    if (c.optimizer == Optimizer::adamw && c.offload == Offload::none)
+        out.push_back({"8-bit AdamW (bitsandbytes)", {{"optimizer", "adamw-8bit"}},
+                       "optimizer states take 2 bytes per parameter instead of 8"});
+    if (c.finetune.method == FinetuneMethod::full)
+        out.push_back({"LoRA (rank 16) instead of full fine-tuning",
+                       {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "k_proj", "v_proj", "o_proj"}}}}},
+                       "only the adapters have gradients and optimizer states"});
+    if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
+        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)",
+                       {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", {"q_proj", "k_proj", "v_proj", "o_proj"}}}}},
+                       "frozen weights take about 0.52 bytes per parameter"});
+    return out;
+}
+
+}  // namespace
+
+Report make_report(const Config& c) {
+    Report r;
+    r.config = c;
+    r.memory = estimate_memory(c);
+    r.max_micro_batch = max_micro_batch(c);
+    const Architecture& a = c.model;
+
+    if (!r.memory.fits) {
+        for (const Candidate& cand : candidates(c, r.max_micro_batch)) {
+            Config changed;
+            if (!apply(c, cand.patch, changed)) continue;
+            const MemoryEstimate m = estimate_memory(changed);
+            if (m.total >= r.memory.total) continue;
+            r.suggestions.push_back({cand.change, cand.patch, m.total, m.fits,
+                                     cand.why + " (saves " + gib(r.memory.total - m.total) + ")"});
+        }
+        // More GPUs, fully sharded, when the model states alone are the problem.
+        if (c.strategy != Strategy::megatron) {
+            for (std::uint64_t g = std::max<std::uint64_t>(2, c.gpus * 2); g <= 1024; g *= 2) {
+                Config changed;
+                nlohmann::json patch = {{"gpus", g}};
+                if (c.strategy == Strategy::single || c.strategy == Strategy::ddp)
+                    patch = {{"gpus", g}, {"strategy", "fsdp"}, {"zero", 3}};
+                else if (c.strategy == Strategy::deepspeed && c.zero < 3)
+                    patch = {{"gpus", g}, {"zero", 3}};
+                if (!apply(c, patch, changed)) break;
+                const MemoryEstimate m = estimate_memory(changed);
+                if (m.fits) {
+                    r.suggestions.push_back({"Shard over " + std::to_string(g) + " GPUs", patch, m.total, true,
+                                             "model states split " + std::to_string(g) + " ways"});
+                    break;
+                }
+            }
+        }
+    }
+
+    auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
+    const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true;
+    if (bf16 && c.device == Device::cuda && c.gpu.id != "custom" && c.gpu.bf16_tflops == 0)
+        warn(c.gpu.name + " has no bf16 support: use 16-mixed");
+    if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
+        warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");
+    if (c.checkpointing == Checkpointing::selective && c.strategy != Strategy::megatron)
+        warn("selective recomputation is a Megatron-LM feature; elsewhere it is modelled as recomputing attention "
+             "scores only");
+    if (a.position == Position::rope && c.seq_len > a.max_positions)
+        warn("seq_len exceeds the model's max_position_embeddings (" + std::to_string(a.max_positions) + ")");
+    if (c.optimizer_impl == OptimizerImpl::fused && c.optimizer != Optimizer::adamw)
+        warn("optimizer_impl only applies to adamw");
+    if (c.optimizer == Optimizer::adamw_8bit && c.offload != Offload::none)
+        warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
+    if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
+        warn("pure 16-bit training: small updates can round away without fp32 master weights");
+    if (a.experts > 1)
+        warn("MoE activations assume perfectly balanced routing (experts_per_token of the MLP per token)");
+    if (c.strategy != Strategy::single && c.device == Device::cuda)
+        warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
+    if (c.device == Device::cpu)
+        warn("device \"cpu\" models PyTorch's CPU kernels for validation: no CUDA context or allocator overhead");
+    return r;
+}
+
+}  // namespace vramcalc

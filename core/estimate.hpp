@@ -1,0 +1,66 @@
+// Per-GPU memory of one training step: the moments that can hold the peak, and the largest of them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.hpp"
+
+namespace vramcalc {
+
+// What is live on the busiest GPU at one moment of the step (bytes).
+struct Terms {
+    double weights = 0, gradients = 0, optimizer_states = 0, master_weights = 0;
+    double activations = 0, logits = 0, temporaries = 0;
+    double sum() const {
+        return weights + gradients + optimizer_states + master_weights + activations + logits + temporaries;
+    }
+};
+
+// The moments of a step where the peak can fall.
+struct Phase {
+    std::string name;  // "loss", "backward", "optimizer_step"
+    Terms terms;
+};
+
+struct MemoryEstimate {
+    double params_total = 0, params_trainable = 0;
+    std::vector<Phase> phases;
+    std::size_t peak_phase = 0;
+    double peak_allocated = 0;      // torch.cuda.max_memory_allocated() on the busiest GPU
+    double allocator_overhead = 0;  // reserved - allocated
+    double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
+    double cuda_context = 0;
+    double total = 0;               // what nvidia-smi shows
+    double cpu = 0;                 // RAM for offloaded states
+    double capacity = 0;
+    bool fits = false;
+    const Terms& at_peak() const { return phases[peak_phase].terms; }
+};
+
+struct Suggestion {
+    std::string change;     // short, for people
+    nlohmann::json patch;   // the configuration keys to set
+    double total = 0;       // total_bytes after the change
+    bool fits = false;
+    std::string why;
+};
+
+struct Report {
+    Config config;
+    MemoryEstimate memory;
+    std::uint64_t max_micro_batch = 0;  // 0 when not even 1 fits
+    std::vector<Suggestion> suggestions;
+    std::vector<std::string> warnings;
+};
+
+// The fast path: the breakdown alone.
+MemoryEstimate estimate_memory(const Config&);
+// Largest micro_batch (all else equal) whose total fits the GPU; 0 when none does.
+std::uint64_t max_micro_batch(const Config&);
+// Everything: breakdown, largest micro-batch, what to change, warnings.
+Report make_report(const Config&);
+
+}  // namespace vramcalc

@@ -1,0 +1,48 @@
+// One small function per memory term, each for the busiest GPU and in bytes.
+// Sources are cited beside each definition in memory_terms.cpp.
+#pragma once
+#include "config.hpp"
+
+namespace vramcalc {
+
+// Element sizes.
+double weight_element_bytes(const Config&);     // how the model's weights are stored on the GPU
+double gradient_element_bytes(const Config&);   // the gradients backward produces
+double compute_element_bytes(const Config&);    // matmul inputs/outputs
+double residual_element_bytes(const Config&);   // the residual stream between layers
+bool has_master_weights(const Config&);         // 16-bit weights with an fp32 copy for the optimizer
+
+// How the work is split.
+std::uint64_t layers_on_stage(const Config&);
+std::uint64_t micro_batches_in_flight(const Config&);  // on the first pipeline stage
+double stage_params(const Config&);                    // parameters on one GPU before ZeRO/FSDP sharding
+double trainable_stage_params(const Config&);
+bool trains_all_weights(const Config&);
+
+// Model states.
+double weights_bytes(const Config&);
+double gradients_bytes(const Config&);
+double master_weights_bytes(const Config&);
+double optimizer_states_bytes(const Config&);
+double optimizer_states_unsharded_bytes(const Config&);  // the whole model's, before sharding
+
+// What a micro-batch saves for backward.
+double attention_activation_bytes(const Config&);   // per layer
+double mlp_activation_bytes(const Config&);         // per layer
+double norm_activation_bytes(const Config&);        // per layer, both norms
+double layer_activation_bytes(const Config&);       // per layer, checkpointing applied
+double activations_bytes(const Config&);            // the stage's layers, embedding and final norm, in flight
+double logits_backward_peak_bytes(const Config&);   // logits, their fp32 upcast and log-softmax at the loss
+double attention_backward_transient_bytes(const Config&);
+
+// Transient and fixed costs.
+double autocast_weight_copy_bytes(const Config&);
+double optimizer_step_temporary_bytes(const Config&);
+double communication_buffer_bytes(const Config&);
+double gathered_parameter_bytes(const Config&);   // ZeRO-3/FSDP: unsharded layers being used or prefetched
+double cublas_workspace_bytes(const Config&);
+double cuda_context_bytes(const Config&);
+double allocator_overhead_bytes(const Config&, double peak_allocated);
+double cpu_offload_bytes(const Config&);
+
+}  // namespace vramcalc

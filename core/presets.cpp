@@ -1,0 +1,127 @@
+#include "presets.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+Architecture llama(const char* id, std::uint64_t layers, std::uint64_t hidden, std::uint64_t heads,
+                   std::uint64_t kv_heads, std::uint64_t ffn, std::uint64_t vocab, std::uint64_t max_positions,
+                   bool tied = false) {
+    Architecture a;
+    a.id = id;
+    a.layers = layers, a.hidden = hidden, a.heads = heads, a.kv_heads = kv_heads, a.ffn = ffn, a.vocab = vocab;
+    a.max_positions = max_positions, a.tied_embeddings = tied;
+    return a;  // RMSNorm, SwiGLU, RoPE, no biases
+}
+
+Architecture gpt2(const char* id, std::uint64_t layers, std::uint64_t hidden, std::uint64_t heads) {
+    Architecture a;
+    a.id = id;
+    a.layers = layers, a.hidden = hidden, a.heads = heads, a.kv_heads = heads, a.ffn = 4 * hidden;
+    a.vocab = 50257, a.max_positions = 1024, a.mlp = Mlp::gelu, a.norm = Norm::layernorm, a.bias = true;
+    a.tied_embeddings = true, a.position = Position::learned, a.dropout = 0.1;
+    return a;
+}
+
+Architecture with(Architecture a, void (*edit)(Architecture&)) {
+    edit(a);
+    return a;
+}
+
+}  // namespace
+
+// Shapes from each model's config.json on the Hugging Face Hub (the `source` column).
+const std::vector<ModelPreset>& model_presets() {
+    static const std::vector<ModelPreset> table = {
+        {"GPT-2 (124M)", "openai-community/gpt2", gpt2("gpt2", 12, 768, 12)},
+        {"GPT-2 Medium (355M)", "openai-community/gpt2-medium", gpt2("gpt2-medium", 24, 1024, 16)},
+        {"GPT-2 Large (774M)", "openai-community/gpt2-large", gpt2("gpt2-large", 36, 1280, 20)},
+        {"GPT-2 XL (1.5B)", "openai-community/gpt2-xl", gpt2("gpt2-xl", 48, 1600, 25)},
+        {"Llama 2 7B", "meta-llama/Llama-2-7b-hf", llama("llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096)},
+        {"Llama 2 13B", "meta-llama/Llama-2-13b-hf", llama("llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096)},
+        {"Llama 2 70B", "meta-llama/Llama-2-70b-hf", llama("llama-2-70b", 80, 8192, 64, 8, 28672, 32000, 4096)},
+        {"LLaMA 33B", "huggyllama/llama-30b", llama("llama-30b", 60, 6656, 52, 52, 17920, 32000, 2048)},
+        {"Llama 3 8B", "meta-llama/Meta-Llama-3-8B", llama("llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192)},
+        {"Llama 3 70B", "meta-llama/Meta-Llama-3-70B", llama("llama-3-70b", 80, 8192, 64, 8, 28672, 128256, 8192)},
+        {"Llama 3.1 8B", "meta-llama/Llama-3.1-8B", llama("llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256, 131072)},
+        {"Llama 3.1 70B", "meta-llama/Llama-3.1-70B",
+         llama("llama-3.1-70b", 80, 8192, 64, 8, 28672, 128256, 131072)},
+        {"Llama 3.2 1B", "meta-llama/Llama-3.2-1B", llama("llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, true)},
+        {"Llama 3.2 3B", "meta-llama/Llama-3.2-3B", llama("llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 131072, true)},
+        {"Mistral 7B", "mistralai/Mistral-7B-v0.1", llama("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768)},
+        {"Mixtral 8x7B", "mistralai/Mixtral-8x7B-v0.1",
+         with(llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768),
+              [](Architecture& a) { a.experts = 8, a.experts_per_token = 2; })},
+        {"Qwen2.5 7B", "Qwen/Qwen2.5-7B",
+         with(llama("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 131072), [](Architecture& a) { a.qkv_bias = true; })},
+        {"Qwen2.5 14B", "Qwen/Qwen2.5-14B",
+         with(llama("qwen2.5-14b", 48, 5120, 40, 8, 13824, 152064, 131072), [](Architecture& a) { a.qkv_bias = true; })},
+        {"Qwen2.5 72B", "Qwen/Qwen2.5-72B",
+         with(llama("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064, 131072), [](Architecture& a) { a.qkv_bias = true; })},
+        {"Gemma 2B", "google/gemma-2b",
+         with(llama("gemma-2b", 18, 2048, 8, 1, 16384, 256000, 8192, true),
+              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu; })},
+        {"Gemma 7B", "google/gemma-7b",
+         with(llama("gemma-7b", 28, 3072, 16, 16, 24576, 256000, 8192, true),
+              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu; })},
+        {"Phi-3 mini (3.8B)", "microsoft/Phi-3-mini-4k-instruct",
+         llama("phi-3-mini", 32, 3072, 32, 32, 8192, 32064, 4096)},
+    };
+    return table;
+}
+
+// Memory as the vendor's data sheet states it (GiB for HBM parts, which ship in binary sizes; GB
+// converted for GDDR parts), bandwidth in GB/s and dense (non-sparse) bf16 tensor TFLOP/s with fp32
+// accumulation; 0 TFLOP/s where the chip has no bf16 tensor cores.
+const std::vector<Gpu>& gpu_catalog() {
+    static const std::vector<Gpu> table = {
+        {"a100-40gb", "NVIDIA A100 40GB SXM", 40, 1555, 312},
+        {"a100-80gb", "NVIDIA A100 80GB SXM", 80, 2039, 312},
+        {"a100-40gb-pcie", "NVIDIA A100 40GB PCIe", 40, 1555, 312},
+        {"a100-80gb-pcie", "NVIDIA A100 80GB PCIe", 80, 1935, 312},
+        {"h100-80gb", "NVIDIA H100 80GB SXM", 80, 3350, 989},
+        {"h100-80gb-pcie", "NVIDIA H100 80GB PCIe", 80, 2000, 756},
+        {"h200", "NVIDIA H200 141GB SXM", 141e9 / (1 << 30), 4800, 989},
+        {"b200", "NVIDIA B200 180GB", 180e9 / (1 << 30), 8000, 2250},
+        {"l40s", "NVIDIA L40S 48GB", 48e9 / (1 << 30), 864, 362},
+        {"l4", "NVIDIA L4 24GB", 24e9 / (1 << 30), 300, 121},
+        {"a10", "NVIDIA A10 24GB", 24e9 / (1 << 30), 600, 125},
+        {"a10g", "NVIDIA A10G 24GB", 24e9 / (1 << 30), 600, 70},
+        {"rtx-3090", "NVIDIA GeForce RTX 3090 24GB", 24, 936, 35.6},
+        {"rtx-4090", "NVIDIA GeForce RTX 4090 24GB", 24, 1008, 82.6},
+        {"v100-16gb", "NVIDIA V100 16GB", 16, 900, 0},
+        {"v100-32gb", "NVIDIA V100 32GB", 32, 900, 0},
+        {"t4", "NVIDIA T4 16GB", 16e9 / (1 << 30), 320, 0},
+        {"mi300x", "AMD Instinct MI300X 192GB", 192, 5300, 1307},
+    };
+    return table;
+}
+
+const std::vector<Scenario>& scenarios() {
+    static const std::vector<Scenario> table = {
+        {"7b-zero2-offload-a100-80gb", "Llama 2 7B full fine-tune on one A100 80GB: ZeRO-2, optimizer on CPU, checkpointing",
+         R"({"model":"llama-2-7b","gpu":"a100-80gb","precision":"bf16-mixed","strategy":"deepspeed","zero":2,)"
+         R"("offload":"optimizer","checkpointing":"full","seq_len":2048,"micro_batch":4})"},
+        {"13b-zero3-offload-2xa100", "Llama 2 13B on 2x A100 80GB: ZeRO-3 with optimizer and parameters on CPU",
+         R"({"model":"llama-2-13b","gpu":"a100-80gb","gpus":2,"precision":"bf16-mixed","strategy":"deepspeed",)"
+         R"("zero":3,"offload":"optimizer+params","checkpointing":"full","seq_len":2048,"micro_batch":4})"},
+        {"30b-fsdp-4xa100", "LLaMA 33B on 4x A100 80GB, fully sharded (FSDP FULL_SHARD) with checkpointing",
+         R"({"model":"llama-30b","gpu":"a100-80gb","gpus":4,"precision":"bf16-mixed","strategy":"fsdp","zero":3,)"
+         R"("checkpointing":"full","seq_len":2048,"micro_batch":1})"},
+    };
+    return table;
+}
+
+const ModelPreset* find_model_preset(const std::string& id) {
+    for (const ModelPreset& p : model_presets())
+        if (p.arch.id == id) return &p;
+    return nullptr;
+}
+
+const Gpu* find_gpu(const std::string& id) {
+    for (const Gpu& g : gpu_catalog())
+        if (g.id == id) return &g;
+    return nullptr;
+}
+
+}  // namespace vramcalc

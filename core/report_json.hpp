@@ -1,0 +1,14 @@
+// The estimate's JSON shape (the CLI's and the WASM module's output).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "estimate.hpp"
+
+namespace vramcalc {
+
+nlohmann::json terms_to_json(const Terms&);
+nlohmann::json report_to_json(const Report&);
+// A DeepSpeed configuration with this run's batch, precision, ZeRO stage and offload.
+nlohmann::json deepspeed_config(const Config&);
+
+}  // namespace vramcalc
