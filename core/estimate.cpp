@@ -35,30 +35,50 @@ MemoryEstimate estimate_memory(const Config& c) {
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
     const double carried_grads = c.grad_accum > 1 ? grads : 0;
 
-    // Start of backward: every saved activation, the loss's fp32 logits chain, autocast's weight casts.
-    Terms loss = resident(c);
-    loss.gradients = carried_grads;
-    loss.activations = activations_bytes(c);
-    loss.logits = logits_backward_peak_bytes(c);
-    loss.temporaries += autocast_weight_copy_bytes(c);
+    const double mask = attention_mask_bytes(c);
+    const bool recompute = c.checkpointing == Checkpointing::full;
 
-    // Backward through the last layer: its recomputed activations (checkpointing) and softmax backward.
-    Terms backward = resident(c);
-    backward.gradients = carried_grads;
-    backward.activations = activations_bytes(c);
-    if (c.checkpointing == Checkpointing::full) {
+    // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast, the mask.
+    Terms forward = resident(c);
+    forward.gradients = carried_grads;
+    forward.activations = activations_bytes(c) + mask;
+    forward.logits = logits_forward_peak_bytes(c);
+    forward.temporaries += autocast_weight_copy_bytes(c);
+
+    // Start of backward, at log-softmax's backward: the fp32 logits chain at its largest.
+    Terms loss = forward;
+    loss.activations = activations_bytes(c) + (recompute ? mask : 0);
+    loss.logits = logits_backward_peak_bytes(c);
+
+    // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
+    // attention with the MLP half freed. Checkpointing first recomputes the layer.
+    double recomputed = 0;
+    if (recompute) {
         Config inner = c;
         inner.checkpointing = Checkpointing::none;
-        backward.activations += layer_activation_bytes(inner);
+        recomputed = layer_activation_bytes(inner);
     }
-    backward.temporaries += autocast_weight_copy_bytes(c) + attention_backward_transient_bytes(c);
+    const double grad_share = c.finetune.method == FinetuneMethod::full ? grads / double(total_params(c.model)) : 0;
+    const double embedding_grad = grad_share * double(c.model.vocab * c.model.hidden);  // lm_head, or the tied wte
+    Terms mlp_backward = loss;
+    mlp_backward.logits = 0;
+    mlp_backward.activations = loss.activations - final_norm_activation_bytes(c) + recomputed +
+                               layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
+    mlp_backward.gradients = std::max(carried_grads, embedding_grad + grad_share * double(c.model.ffn * c.model.hidden));
+    mlp_backward.temporaries += mlp_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
+    Terms attention_backward = mlp_backward;
+    attention_backward.activations -= mlp_half_activation_bytes(c) - mlp_freed_before_backward_bytes(c);
+    attention_backward.gradients = std::max(carried_grads, embedding_grad + grad_share * double(mlp_params(c.model)));
+    attention_backward.temporaries = loss.temporaries + attention_backward_transient_bytes(c) +
+                                     (recompute ? recast_layer_weight_bytes(c) : 0);
+    Terms backward = mlp_backward.sum() >= attention_backward.sum() ? mlp_backward : attention_backward;
 
     // The optimizer step: all gradients, and the implementation's temporaries.
     Terms step = resident(c);
     step.gradients = grads;
     step.temporaries += optimizer_step_temporary_bytes(c);
 
-    m.phases = {{"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
+    m.phases = {{"forward", forward}, {"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
     for (std::size_t i = 1; i < m.phases.size(); ++i)
         if (m.phases[i].terms.sum() > m.phases[m.peak_phase].terms.sum()) m.peak_phase = i;
     m.peak_allocated = m.at_peak().sum();

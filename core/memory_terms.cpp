@@ -194,52 +194,109 @@ double megatron_layer_bytes(const Config& c) {
 
 }  // namespace
 
+// Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
+// for its weight gradient, a frozen norm weight no normalised input.
+namespace {
+
+bool targeted(const Config& c, std::initializer_list<const char*> names) {
+    if (!lora_like(c)) return true;
+    for (const std::string& t : c.finetune.targets) {
+        if (t == "all-linear") return true;
+        for (const char* n : names)
+            if (t == n) return true;
+    }
+    return false;
+}
+bool attention_inputs_saved(const Config& c) { return targeted(c, {"q_proj", "k_proj", "v_proj", "c_attn"}); }
+bool mlp_inputs_saved(const Config& c) { return targeted(c, {"gate_proj", "up_proj", "c_fc"}); }
+bool out_proj_input_saved(const Config& c) { return targeted(c, {"o_proj", "c_proj"}); }
+bool down_proj_input_saved(const Config& c) { return targeted(c, {"down_proj", "c_proj"}); }
+
+// One norm's own saved tensors (its input, statistics, and normalised input when its weight trains).
+double single_norm_bytes(const Config& c) {
+    const double nh = tokens(c) * double(c.model.hidden), x = residual_element_bytes(c);
+    if (c.model.norm == Norm::layernorm)  // native_layer_norm: input, mean, rstd
+        return x * nh + 2 * tokens(c) * (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true ? 2 : 4);
+    // modeling_llama.py LlamaRMSNorm: fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back
+    // for the weight multiply. Torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
+    double bytes = 4 * nh + 4 * tokens(c);
+    if (c.torch == TorchVersion::v1_13) bytes += 4 * nh;
+    if (trains_all_weights(c)) bytes += x * nh;
+    return bytes;
+}
+
+// A norm's output as its projections save it: one shared tensor, or under autocast one 16-bit cast
+// per projection (autocast caches casts of leaf weights only).
+double norm_output_bytes(const Config& c, double projections) {
+    const double nh = tokens(c) * double(c.model.hidden);
+    return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
+}
+
+// LoRA's A projections keep their (fp32, PEFT's autocast_adapter_dtype) output for B's weight gradient,
+// and an fp32 copy of a 16-bit input.
+double lora_adapter_bytes(const Config& c) {
+    if (!lora_like(c)) return 0;
+    double bytes = 0;
+    const double n = tokens(c);
+    for (const Linear& l : layer_linears(c.model))
+        if (targeted(c, {l.name.c_str()}))
+            bytes += 4 * n * double(c.finetune.rank) * double(l.count) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0);
+    if (targeted(c, {"c_attn"}) && gpt2_family(c) && !targeted(c, {"q_proj"}))
+        bytes += 4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(c.model.hidden) : 0);
+    return bytes;
+}
+
+}  // namespace
+
 double norm_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
-    const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c), e = compute_element_bytes(c);
-    double per_norm;
-    if (a.norm == Norm::rmsnorm)
-        per_norm = 4 * nh + x * nh + 4 * tokens(c);  // fp32 input, normalised input, rsqrt (modeling_llama.py)
-    else
-        per_norm = x * nh + 8 * tokens(c);  // input, mean and rstd (native_layer_norm)
-    // What the projections after each norm save of its output: one shared tensor, or under autocast
-    // one 16-bit cast per projection (autocast caches casts of leaf weights only).
-    const double attn_inputs = gpt2_family(c) ? 1 : 3, mlp_inputs = gated(a) ? 2 : 1;
-    const double inputs = autocast(c) ? e * nh * (attn_inputs + mlp_inputs) : 2 * x * nh;
-    return double(a.norms_per_layer) * per_norm + inputs;
+    const double attn_projections = gpt2_family(c) ? 1 : 3, mlp_projections = gated(a) ? 2 : 1;
+    double bytes = double(a.norms_per_layer) * single_norm_bytes(c);
+    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attn_projections);
+    if (mlp_inputs_saved(c)) bytes += norm_output_bytes(c, mlp_projections);
+    return bytes;
 }
 
 double attention_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c);
     const double q = double(a.heads * head_dim(a)), kv = double(a.kv_heads * head_dim(a));
+    const double out_proj_input = out_proj_input_saved(c) ? e * n * q : 0;
+    double bytes;
     if (c.attention == Attention::flash) {
-        // q, k, v, the output (also o_proj's input) and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
-        return e * n * (2 * q + 2 * kv) + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
-    }
-    // Eager: repeat_kv materialises k and v at full head count when kv_heads < heads.
-    const double kv_saved = a.kv_heads < a.heads ? q : kv;
-    double bytes = e * n * (q + 2 * kv_saved) + e * n * q;  // q, k, v for the matmuls; o_proj's input
-    if (c.checkpointing != Checkpointing::selective) {
-        const double s2 = attention_scores_elements(c);
-        const bool fp32_softmax = !gpt2_family(c) || autocast(c);
-        bytes += s2 * (fp32_softmax ? 4 + (e < 4 ? e : 0) : e);
-        if (has_dropout(c)) bytes += s2 * (dropout_mask_element_bytes(c) + e);
+        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
+        bytes = e * n * (q + 2 * kv) + e * n * q + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+    } else {
+        // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
+        const double kv_saved = a.kv_heads < a.heads ? q : kv;
+        bytes = e * n * (q + 2 * kv_saved) + out_proj_input;
+        if (c.checkpointing != Checkpointing::selective) {
+            // Softmax keeps its output (fp32 in Llama's eager attention and under autocast); the 16-bit
+            // cast of it, or dropout's mask and output, are what the matmul with v then saves.
+            const double s2 = attention_scores_elements(c);
+            const bool fp32_softmax = !gpt2_family(c) || autocast(c);
+            bytes += s2 * (fp32_softmax ? 4 : e);
+            if (has_dropout(c))
+                bytes += s2 * (dropout_mask_element_bytes(c) + e);
+            else if (fp32_softmax && e < 4)
+                bytes += s2 * e;
+        }
     }
     if (has_dropout(c)) bytes += n * double(a.hidden) * dropout_mask_element_bytes(c);  // resid_dropout
-    return bytes;
+    return bytes + lora_adapter_bytes(c);
 }
 
 double mlp_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double nf = tokens(c) * double(a.ffn) * double(a.experts_per_token), e = compute_element_bytes(c);
+    const double down_input = down_proj_input_saved(c) ? e * nf : 0;
     double bytes;
     if (gated(a))
-        bytes = 4 * e * nf;  // gate, act(gate), up, act(gate)*up
+        bytes = 3 * e * nf + down_input;  // gate, act(gate), up; act(gate)*up for down_proj
     else if (gpt2_family(c))
-        bytes = 5 * e * nf;  // gelu_new in Python: x, tanh(...), 0.5*x, 1+tanh(...), output
+        bytes = 4 * e * nf + down_input;  // gelu_new in Python: x, tanh(...), 0.5*x, 1+tanh(...); output
     else
-        bytes = 2 * e * nf;  // F.gelu: input, output
+        bytes = e * nf + down_input;      // F.gelu: input; output
     if (has_dropout(c)) bytes += tokens(c) * double(a.hidden) * dropout_mask_element_bytes(c);
     return bytes;
 }
@@ -254,29 +311,89 @@ double layer_activation_bytes(const Config& c) {
 
 double activations_bytes(const Config& c) {
     const Architecture& a = c.model;
-    const double nh = tokens(c) * double(a.hidden);
+    const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
     double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
     if (has_dropout(c)) bytes += nh * dropout_mask_element_bytes(c);  // embedding dropout
     if (c.pp == 1) {
-        // Final norm and lm_head's input.
-        const double x = residual_element_bytes(c), e = compute_element_bytes(c);
-        bytes += (a.norm == Norm::rmsnorm ? 4 * nh + x * nh : x * nh) + (autocast(c) ? e : x) * nh;
+        // Final norm (its input is the last layer's output) and lm_head's input.
+        bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+        if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
+    }
+    // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
+    // neither does a frozen k_proj's partner q in q @ k^T.
+    if (lora_like(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
+        bytes -= single_norm_bytes(c) - (trains_all_weights(c) ? 0 : 0);
+        if (!gpt2_family(c) && !targeted(c, {"k_proj"}) && c.attention == Attention::eager)
+            bytes -= compute_element_bytes(c) * tokens(c) * double(a.heads * head_dim(a));
     }
     return bytes * double(micro_batches_in_flight(c));
 }
 
-// transformers' ForCausalLMLoss: logits.float(), log_softmax saved for backward; at log_softmax's
-// backward the saved output, the incoming gradient and the result are all live in fp32.
+// Hugging Face builds the eager causal mask as a (b, 1, s, s) tensor in the model's dtype; it lives
+// through the forward, and through backward too when checkpointing holds it as a layer argument.
+double attention_mask_bytes(const Config& c) {
+    if (c.attention != Attention::eager || c.strategy == Strategy::megatron) return 0;
+    return double(c.micro_batch) * double(c.seq_len) * double(c.seq_len) * residual_element_bytes(c);
+}
+
+// transformers' ForCausalLMLoss at the end of forward: the 16-bit logits, their fp32 upcast and the
+// saved log-softmax output.
+double logits_forward_peak_bytes(const Config& c) {
+    if (c.pp > 1 && micro_batches_in_flight(c) > 1) return 0;
+    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
+    return (e < 4 ? e + 4 : 4) * nv + 4 * nv;
+}
+
+// At log_softmax's backward the saved output, the incoming gradient and the result are all live in fp32.
 double logits_backward_peak_bytes(const Config& c) {
     if (c.pp > 1 && micro_batches_in_flight(c) > 1) return 0;  // the first stage holds no logits
     const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
     return 3 * 4 * nv;
 }
 
-// Eager softmax backward: the gradient of the probabilities and its fp32 result over one layer's scores.
+double final_norm_activation_bytes(const Config& c) {
+    if (c.pp > 1) return 0;
+    return single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+}
+
+// What the last layer's MLP half saves (its norm, the MLP): freed before backward reaches attention.
+double mlp_half_activation_bytes(const Config& c) {
+    if (c.strategy == Strategy::megatron) return 0;
+    const double own_norm = c.model.norms_per_layer > 1 ? single_norm_bytes(c) : 0;
+    return own_norm + (mlp_inputs_saved(c) ? norm_output_bytes(c, gated(c.model) ? 2 : 1) : 0) + mlp_activation_bytes(c);
+}
+
+// By the time backward reaches the MLP's activation function, down_proj's input and the dropout mask
+// after it are freed.
+double mlp_freed_before_backward_bytes(const Config& c) {
+    if (c.strategy == Strategy::megatron) return 0;
+    const double nf = tokens(c) * double(c.model.ffn) * double(c.model.experts_per_token);
+    return (down_proj_input_saved(c) ? compute_element_bytes(c) * nf : 0) +
+           (has_dropout(c) ? tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c) : 0);
+}
+
+// The gradient flowing into a layer's output (the residual stream's dtype).
+double layer_output_gradient_bytes(const Config& c) {
+    return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) / double(c.tp);
+}
+
+// Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again.
+double recast_layer_weight_bytes(const Config& c) {
+    if (!autocast(c)) return 0;
+    return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
+}
+
+// Eager softmax backward: the fp32 gradient of the scores beside the 16-bit or fp32 gradient of the
+// probabilities, then the scaled copy.
 double attention_backward_transient_bytes(const Config& c) {
     if (c.attention == Attention::flash) return 0;
     return attention_scores_elements(c) * (compute_element_bytes(c) + 4) / double(c.tp);
+}
+
+// gelu_new's backward: three ffn-wide temporaries; SwiGLU's: two.
+double mlp_backward_transient_bytes(const Config& c) {
+    const double nf = tokens(c) * double(c.model.ffn) * double(c.model.experts_per_token);
+    return (gpt2_family(c) ? 3 : 2) * compute_element_bytes(c) * nf / double(c.tp);
 }
 
 // ---- Transient and fixed costs ----
@@ -285,13 +402,60 @@ double attention_backward_transient_bytes(const Config& c) {
 // region ends; the linears save them for backward (torch/csrc/autograd and aten/src/ATen/autocast_mode.cpp).
 double autocast_weight_copy_bytes(const Config& c) {
     if (!autocast(c)) return 0;
-    const double linear = double(linear_weight_params(c.model)) * stage_share(c) +
-                          double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
+    // Checkpointed layers cast again when recomputed; only lm_head's cast is held from the forward.
+    const double layers = c.checkpointing == Checkpointing::full ? 0 : double(linear_weight_params(c.model)) * stage_share(c);
+    const double linear = layers + double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
     if (deepspeed(c, 3) || fsdp(c, 2)) return 0;  // FSDP casts per unit (see gathered_parameter_bytes)
     return bytes;
 }
+
+namespace {
+
+// Trainable tensor sizes in module registration order, as optimizer.step() walks them; two layers
+// suffice, since the pattern repeats.
+std::vector<double> trainable_sizes_in_order(const Config& c) {
+    const Architecture& a = c.model;
+    std::vector<double> seq;
+    const double h = double(a.hidden);
+    if (lora_like(c)) {
+        for (const Tensor& t : trainable_tensors(c)) seq.push_back(double(t.numel()));
+        return seq;
+    }
+    seq.push_back(double(a.vocab) * h);
+    if (a.position == Position::learned) seq.push_back(double(a.max_positions) * h);
+    auto norm = [&] {
+        seq.push_back(h);
+        if (a.norm == Norm::layernorm) seq.push_back(h);
+    };
+    auto linear = [&](double in, double out, bool bias) {
+        seq.push_back(in * out);
+        if (bias) seq.push_back(out);
+    };
+    const double q = double(a.heads * head_dim(a)), kv = double(a.kv_heads * head_dim(a)), f = double(a.ffn);
+    for (std::uint64_t layer = 0; layer < std::min<std::uint64_t>(a.layers, 2); ++layer) {
+        if (gpt2_family(c)) {  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
+            norm();
+            linear(h, q + 2 * kv, a.bias), linear(q, h, a.bias);
+            norm();
+            linear(h, f, a.bias), linear(f, h, a.bias);
+        } else {  // self_attn, mlp, input_layernorm, post_attention_layernorm
+            linear(h, q, a.bias || a.qkv_bias), linear(h, kv, a.bias || a.qkv_bias), linear(h, kv, a.bias || a.qkv_bias);
+            linear(q, h, a.bias);
+            for (std::uint64_t e = 0; e < a.experts; ++e) {
+                if (gated(a)) linear(h, f, a.bias);
+                linear(h, f, a.bias), linear(f, h, a.bias);
+            }
+            for (std::uint64_t i = 0; i < a.norms_per_layer; ++i) norm();
+        }
+    }
+    norm();
+    if (!a.tied_embeddings) seq.push_back(double(a.vocab) * h);
+    return seq;
+}
+
+}  // namespace
 
 double optimizer_step_temporary_bytes(const Config& c) {
     if (c.offload != Offload::none) return 0;  // the step runs on the CPU
@@ -305,7 +469,15 @@ double optimizer_step_temporary_bytes(const Config& c) {
     switch (c.optimizer) {
         case Optimizer::adamw:
             if (c.optimizer_impl == OptimizerImpl::fused) return 0;
-            if (c.optimizer_impl == OptimizerImpl::single_tensor) return 2 * largest * sb;  // sqrt, then / bc2
+            if (c.optimizer_impl == OptimizerImpl::single_tensor) {
+                // denom = (sqrt(v) / bc2).add_(eps): sqrt and quotient live together, while the previous
+                // parameter's denom has not been freed yet (_single_tensor_adamw in torch/optim/adamw.py).
+                if (flat) return 2 * largest * sb;
+                const std::vector<double> seq = trainable_sizes_in_order(c);
+                double worst = 0;
+                for (std::size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, (i ? seq[i - 1] : 0) + 2 * seq[i]);
+                return worst * sb * stage_share(c);
+            }
             // _multi_tensor_adamw: 1.13 keeps sqrt(v) and sqrt(v)+eps as two lists; 2.x adds eps in place.
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
         case Optimizer::lion: return 2 * largest * sb;        // exp_avg.clone() and the interpolation

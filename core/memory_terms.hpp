@@ -32,8 +32,16 @@ double mlp_activation_bytes(const Config&);         // per layer
 double norm_activation_bytes(const Config&);        // per layer, both norms
 double layer_activation_bytes(const Config&);       // per layer, checkpointing applied
 double activations_bytes(const Config&);            // the stage's layers, embedding and final norm, in flight
-double logits_backward_peak_bytes(const Config&);   // logits, their fp32 upcast and log-softmax at the loss
+double attention_mask_bytes(const Config&);         // eager attention's (b, 1, s, s) causal mask
+double logits_forward_peak_bytes(const Config&);    // end of forward: logits, fp32 upcast, log-softmax
+double logits_backward_peak_bytes(const Config&);   // log-softmax backward: saved output, gradient, result
+double final_norm_activation_bytes(const Config&);   // final norm and lm_head input
+double mlp_half_activation_bytes(const Config&);     // one layer's second norm and MLP
 double attention_backward_transient_bytes(const Config&);
+double mlp_backward_transient_bytes(const Config&);
+double mlp_freed_before_backward_bytes(const Config&);
+double layer_output_gradient_bytes(const Config&);
+double recast_layer_weight_bytes(const Config&);
 
 // Transient and fixed costs.
 double autocast_weight_copy_bytes(const Config&);

@@ -123,7 +123,7 @@ def predict(cfg):
     # forward-end extras: padded labels (b, s+1) int64 and (llama) cache_position int64 are
     # still referenced by locals; for b == 1 labels[..., 1:] is already contiguous (no 8bs copy);
     # under bf16-mixed the autocast cache also holds bf16 copies of the Linear/Conv1D biases.
-    biases = sum(n for n, k in base if k == "o") if False else 0
+    biases = 0
     if gpt2 and prec == "bf16-mixed":
         biases = 2 * L * (3 * h + h + f + h)
     fwd_extra = 8 * b * (s + 1) + (0 if gpt2 else 8 * s) - (8 * bs if b == 1 else 0) + biases + 4

@@ -14,8 +14,9 @@ formula written out here with the same ATen ops (source "formula-2.x", not the 2
 the GPU script (tests/cuda/run_gpu_validation.sh) reruns this script under the GPU machine's torch 2.x to
 check the real thing.
 
-Usage: /usr/bin/python3 tests/validation/adamw/make_trajectories.py [--out FILE]
-       (default FILE: trajectories.json next to this script)
+Usage: /usr/bin/python3 tests/validation/adamw/make_trajectories.py [--out FILE] [--device cpu|cuda]
+                                                                  [--impl single|foreach|fused]
+       (default FILE: trajectories.json next to this script; the committed file is the default run)
 """
 import argparse
 import json
@@ -103,23 +104,28 @@ DEFAULTS = dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgra
 
 
 # ---------------------------------------------------------------------------------------------- runners
+DEVICE = "cpu"
+IMPL = "single"
+
+
 def run_torch(case):
-    """The real optimizer, single-tensor path."""
+    """The real optimizer: single-tensor path by default (--impl/--device choose another)."""
     h = dict(DEFAULTS, **case["hyper"])
-    p = torch.nn.Parameter(torch.from_numpy(case["param0"].copy()))
+    p = torch.nn.Parameter(torch.from_numpy(case["param0"].copy()).to(DEVICE))
+    kw = dict(foreach=False) if IMPL == "single" else dict(foreach=True) if IMPL == "foreach" else dict(fused=True)
     opt = torch.optim.AdamW([p], lr=h["lr"], betas=h["betas"], eps=h["eps"], weight_decay=h["weight_decay"],
-                            amsgrad=h["amsgrad"], maximize=h["maximize"], foreach=False)
+                            amsgrad=h["amsgrad"], maximize=h["maximize"], **kw)
     traj = []
     for g in case["grads"]:
-        p.grad = torch.from_numpy(g.copy())
+        p.grad = torch.from_numpy(g.copy()).to(DEVICE)
         opt.step()
         st = opt.state[p]
-        rec = dict(param=hex32(p.detach().numpy()), exp_avg=hex32(st["exp_avg"].numpy()),
-                   exp_avg_sq=hex32(st["exp_avg_sq"].numpy()))
+        rec = dict(param=hex32(p.detach().cpu().numpy()), exp_avg=hex32(st["exp_avg"].cpu().numpy()),
+                   exp_avg_sq=hex32(st["exp_avg_sq"].cpu().numpy()))
         if h["amsgrad"]:
-            rec["max_exp_avg_sq"] = hex32(st["max_exp_avg_sq"].numpy())
+            rec["max_exp_avg_sq"] = hex32(st["max_exp_avg_sq"].cpu().numpy())
         traj.append(rec)
-    return h, p.detach().clone(), traj
+    return h, p.detach().cpu().clone(), traj
 
 
 def run_formula_2x(case):
@@ -160,7 +166,7 @@ def run_formula_2x(case):
 def record(case, variant, source, runner):
     h, final, traj = runner(case)
     return dict(
-        name=case["name"] + ("" if variant == "torch-1.13" or source == "torch.optim.AdamW" else "@torch-2"),
+        name=case["name"] + ("@torch-2" if source == "formula-2.x" else ""),
         variant=variant, source=source,
         lr=h["lr"], betas=list(h["betas"]), eps=h["eps"], weight_decay=h["weight_decay"],
         amsgrad=h["amsgrad"], maximize=h["maximize"],
@@ -201,19 +207,26 @@ def conversions():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(HERE, "trajectories.json"))
+    ap.add_argument("--device", default="cpu", help="cpu (the reference's target) or cuda (for comparison only)")
+    ap.add_argument("--impl", default="single", choices=["single", "foreach", "fused"],
+                    help="AdamW implementation: foreach=False (default), foreach=True, fused=True")
     args = ap.parse_args()
+    global DEVICE, IMPL
+    DEVICE, IMPL = args.device, args.impl
     torch.set_num_threads(1)
     major = int(torch.__version__.split(".")[0])
     real_variant = "torch-1.13" if major < 2 else "torch-2"
     cases = make_cases()
-    out_cases = [record(c, real_variant, "torch.optim.AdamW", run_torch) for c in cases]
-    if major < 2:
+    source = "torch.optim.AdamW" if (IMPL, DEVICE) == ("single", "cpu") else "torch.optim.AdamW %s %s" % (IMPL, DEVICE)
+    out_cases = [record(c, real_variant, source, run_torch) for c in cases]
+    if major < 2 and (IMPL, DEVICE) == ("single", "cpu"):
         for c in cases:
             if c["name"] in TORCH2_FORMULA_CASES:
                 out_cases.append(record(c, "torch-2", "formula-2.x", run_formula_2x))
     doc = dict(
         generator="tests/validation/adamw/make_trajectories.py",
         torch_version=torch.__version__,
+        impl="%s %s" % ({"single": "single-tensor", "foreach": "foreach", "fused": "fused"}[IMPL], DEVICE),
         python=sys.version.split()[0],
         format="floats are float32 bit patterns, 8 hex digits; *_bf16/*_fp16 are 16-bit patterns, 4 hex digits; "
                "trajectory[k] is the state after step k+1; state starts at zero",

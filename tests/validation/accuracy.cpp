@@ -1,0 +1,65 @@
+// The estimator against measured PyTorch training steps: every case's peak_allocated_bytes must be
+// within 3% of the measurement. Prints a table and the median and max error.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config_json.hpp"
+#include "estimate.hpp"
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: accuracy MEASURED.jsonl\n");
+        return 2;
+    }
+    std::ifstream in(argv[1]);
+    if (!in) {
+        std::fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    constexpr double kTolerance = 0.03;
+    std::vector<double> errors;
+    int failed = 0;
+    std::printf("%-46s %14s %14s %8s  %s\n", "case", "measured", "estimated", "error", "peak (estimated)");
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        const nlohmann::json record = nlohmann::json::parse(line);
+        nlohmann::json config = record["config"];
+        // Measured on PyTorch's CPU kernels: estimate those, not CUDA's.
+        const std::string device = record["device"].get<std::string>();
+        config["device"] = device == "cpu" ? "cpu" : "cuda";
+        if (record["torch"].get<std::string>().rfind("1.13", 0) == 0) config["torch"] = "1.13";
+        const vramcalc::ParsedConfig parsed = vramcalc::parse_config(config);
+        const std::string name = record["name"].get<std::string>();
+        if (!parsed.ok()) {
+            std::printf("%-46s invalid configuration: %s: %s\n", name.c_str(), parsed.errors[0].field.c_str(),
+                        parsed.errors[0].message.c_str());
+            ++failed;
+            continue;
+        }
+        const vramcalc::MemoryEstimate m = vramcalc::estimate_memory(parsed.config);
+        const double measured = record["measured"]["peak_allocated_bytes"].get<double>();
+        const double error = (m.peak_allocated - measured) / measured;
+        errors.push_back(std::fabs(error));
+        const bool ok = std::fabs(error) <= kTolerance;
+        failed += !ok;
+        std::printf("%-46s %14.0f %14.0f %+7.2f%%  %s%s\n", name.c_str(), measured, m.peak_allocated, 100 * error,
+                    m.phases[m.peak_phase].name.c_str(), ok ? "" : "  <-- over 3%");
+    }
+    if (errors.empty()) {
+        std::fprintf(stderr, "no measured cases in %s\n", argv[1]);
+        return 1;
+    }
+    std::sort(errors.begin(), errors.end());
+    const double median = errors.size() % 2 ? errors[errors.size() / 2]
+                                            : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+    std::printf("%zu cases: median |error| %.2f%%, max |error| %.2f%%\n", errors.size(), 100 * median,
+                100 * errors.back());
+    std::printf("%zu passed, %d failed\n", errors.size() - std::size_t(failed) + 0, failed);
+    return failed ? 1 : 0;
+}
