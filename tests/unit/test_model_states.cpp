@@ -69,7 +69,7 @@ TEST_CASE("optimizer states per optimizer") {
     double factored = 0;
     for (const Tensor& t : parameter_tensors(a)) factored += double(t.count) * (t.cols > 1 ? t.rows + t.cols : t.rows) * 4;
     CHECK(states("adafactor") == Approx(factored));
-    CHECK(states("adafactor") < 0.001 * psi);
+    CHECK(states("adafactor") < 0.01 * psi);  // sublinear: under 0.04 bytes per parameter
 }
 
 TEST_CASE("precisions: 32-true 16 bytes, bf16-true 8 bytes, autocast 16 bytes per parameter for AdamW") {
@@ -85,7 +85,7 @@ TEST_CASE("QLoRA stores NF4 weights at 4 bits plus double-quantised constants") 
     const double linear = double(linear_weight_params(a));
     const double other = psi - linear;
     const double adapters = double(lora_params(a, 8, {"q_proj", "v_proj"}));
-    CHECK(weights_bytes(c) == Approx(linear * (0.5 + 0.127 / 8 * 8 / 8 * 1.0 / 1.0 * 0 + (8.0 / 64 + 32.0 / 64 / 256) / 8) + other * 4 + adapters * 4));
+    CHECK(weights_bytes(c) == Approx(linear * (0.5 + (8.0 / 64 + 32.0 / (64 * 256)) / 8) + other * 4 + adapters * 4));
     CHECK(gradients_bytes(c) == Approx(adapters * 4));
 }
 

@@ -73,7 +73,7 @@ TEST_CASE("Hugging Face configs give the published counts") {
     };
     for (const Case& c : cases) {
         INFO(c.config);
-        ParsedConfig p = parse_config(std::string(R"({"model":{"hf_config":)") + c.config + "}}");
+        ParsedConfig p = parse_config(std::string(R"({"seq_len":512,"model":{"hf_config":)") + c.config + "}}");
         REQUIRE(p.ok());
         CHECK(total_params(p.config.model) == c.published);
     }
