@@ -45,7 +45,7 @@ struct Config {
     OptimizerImpl optimizer_impl = OptimizerImpl::foreach;
     Finetune finetune;
     Checkpointing checkpointing = Checkpointing::none;
-    Attention attention = Attention::eager;
+    Attention attention = Attention::flash;
     Strategy strategy = Strategy::single;
     std::uint64_t gpus = 1;
     int zero = 0;

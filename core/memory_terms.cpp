@@ -532,12 +532,15 @@ double allocator_overhead_bytes(const Config& c, double peak_allocated) {
     return c.device == Device::cpu ? 0 : 0.05 * peak_allocated;
 }
 
-// DeepSpeed's estimators (stage_1_and_2.py / stage3.py) size offload RAM with a 1.5x buffer factor.
+// DeepSpeed's estimators (stage_1_and_2.py / stage3.py) size offload RAM with a 1.5x buffer factor:
+// 16 bytes per parameter for the optimizer (fp32 master, gradient, two states), 18 with 16-bit parameters.
+// FSDP's CPU offload keeps the fp32 parameters themselves there, with no separate master copy.
 double cpu_offload_bytes(const Config& c) {
     if (!offloaded(c)) return 0;
     const double trainable = lora_like(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
                                           : double(total_params(c.model));
-    double bytes = trainable * (4 + 4) + optimizer_states_unsharded_bytes(c);  // fp32 master and gradients, states
+    const double master = c.strategy == Strategy::fsdp ? 0 : 4;
+    double bytes = trainable * (master + 4) + optimizer_states_unsharded_bytes(c);
     if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * weight_element_bytes(c);
     return bytes * 1.5;
 }

@@ -105,9 +105,9 @@ const std::vector<Scenario>& scenarios() {
         {"13b-zero3-offload-2xa100", "Llama 2 13B on 2x A100 80GB: ZeRO-3 with optimizer and parameters on CPU",
          R"({"model":"llama-2-13b","gpu":"a100-80gb","gpus":2,"precision":"bf16-mixed","strategy":"deepspeed",)"
          R"("zero":3,"offload":"optimizer+params","checkpointing":"full","seq_len":2048,"micro_batch":4})"},
-        {"30b-fsdp-4xa100", "LLaMA 33B on 4x A100 80GB, fully sharded (FSDP FULL_SHARD) with checkpointing",
+        {"30b-fsdp-4xa100", "LLaMA 33B on 4x A100 80GB, fully sharded (FSDP FULL_SHARD) with CPU offload and checkpointing",
          R"({"model":"llama-30b","gpu":"a100-80gb","gpus":4,"precision":"bf16-mixed","strategy":"fsdp","zero":3,)"
-         R"("checkpointing":"full","seq_len":2048,"micro_batch":1})"},
+         R"("offload":"optimizer+params","checkpointing":"full","seq_len":2048,"micro_batch":1})"},
     };
     return table;
 }

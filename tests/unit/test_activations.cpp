@@ -13,7 +13,7 @@ Config gpt(const std::string& extra) {
     ParsedConfig p = parse_config(
         R"({"model":{"layers":24,"hidden":2048,"heads":16,"ffn":8192,"vocab":50304,"mlp":"gelu","norm":"layernorm",)"
         R"("bias":true,"position":"learned","max_positions":4096,"dropout":0.1},"precision":"bf16-mixed",)"
-        R"("strategy":"megatron","seq_len":2048,"micro_batch":4)" + extra + "}");
+        R"("strategy":"megatron","attention":"eager","seq_len":2048,"micro_batch":4)" + extra + "}");
     INFO(extra);
     REQUIRE(p.ok());
     return p.config;
