@@ -18,7 +18,7 @@
 // ones as the strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
 //
 // Errors: ok=false and {"errors":[{"field","message"}]}, one per problem (at most 20 listed). Limits:
-// at most 1,000,000 gradient values in all (steps x elements), hyperparameters finite, and torch's own checks:
+// the request's text is at most 1 MiB (json_text.hpp), hyperparameters finite, and torch's own checks:
 // lr >= 0, eps >= 0, 0 <= beta < 1, weight_decay >= 0, and lr/(1-beta1^step) must fit in a float (torch's addcdiv_
 // refuses the value otherwise).
 #include <cmath>
@@ -31,6 +31,7 @@
 
 #include "adamw.hpp"
 #include "api.hpp"
+#include "json_text.hpp"
 
 namespace vramcalc {
 
@@ -38,7 +39,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxValues = 1000000;
 constexpr std::size_t kMaxErrors = 20;
 
 struct Errors {
@@ -53,10 +53,7 @@ struct Errors {
     bool empty() const { return list.empty() && dropped == 0; }
 };
 
-std::string show(const json& v) {
-    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
+std::string show(const json& v) { return describe_json(v, 40); }
 
 std::string num(double d) {
     char buf[40];
@@ -139,8 +136,9 @@ ApiResult fail(const Errors& e) {
 
 ApiResult adamw_json(const std::string& request_json) {
     Errors e;
-    const json req = json::parse(request_json, nullptr, false);
-    if (req.is_discarded()) return e.add("", "not valid JSON"), fail(e);
+    std::string problem;
+    const json req = parse_json_text(request_json, problem);
+    if (req.is_discarded()) return e.add("", problem), fail(e);
     if (!req.is_object()) return e.add("", "must be a JSON object, got " + show(req)), fail(e);
 
     static const char* const kKnown[] = {"lr",     "betas",   "eps",       "weight_decay", "amsgrad", "maximize",
@@ -194,8 +192,6 @@ ApiResult adamw_json(const std::string& request_json) {
     const auto pit = req.find("param");
     if (pit == req.end())
         e.add("param", "missing: the initial parameter, an array of numbers");
-    else if (pit->is_array() && pit->size() > kMaxValues)
-        e.add("param", std::to_string(pit->size()) + " elements; at most " + std::to_string(kMaxValues));
     else
         read_floats(*pit, "param", param, e);
 
@@ -206,20 +202,13 @@ ApiResult adamw_json(const std::string& request_json) {
     } else if (!git->is_array()) {
         e.add("grads", "must be an array of gradient arrays (one per step), got " + show(*git));
     } else {
-        std::size_t total = 0;
-        for (const json& g : *git) total += g.is_array() && !g.empty() ? g.size() : 1;  // an empty step counts 1
-        if (total > kMaxValues) {
-            e.add("grads", std::to_string(total) + " values in all (" + std::to_string(git->size()) +
-                               " steps); at most " + std::to_string(kMaxValues));
-        } else {
-            grads.resize(git->size());
-            for (std::size_t s = 0; s < git->size(); ++s) {
-                const std::string field = "grads[" + std::to_string(s) + "]";
-                if (!read_floats((*git)[s], field, grads[s], e)) continue;
-                if (pit != req.end() && pit->is_array() && grads[s].size() != pit->size())
-                    e.add(field, "has " + std::to_string(grads[s].size()) + " elements, \"param\" has " +
-                                     std::to_string(pit->size()));
-            }
+        grads.resize(git->size());
+        for (std::size_t s = 0; s < git->size(); ++s) {
+            const std::string field = "grads[" + std::to_string(s) + "]";
+            if (!read_floats((*git)[s], field, grads[s], e)) continue;
+            if (pit != req.end() && pit->is_array() && grads[s].size() != pit->size())
+                e.add(field, "has " + std::to_string(grads[s].size()) + " elements, \"param\" has " +
+                                 std::to_string(pit->size()));
         }
     }
 

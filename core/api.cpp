@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_json.hpp"
+#include "json_text.hpp"
 #include "presets.hpp"
 #include "report_json.hpp"
 
@@ -53,8 +54,10 @@ ApiResult deepspeed_json(const std::string& config_json) {
 }
 
 ApiResult sweep_json(const std::string& request_json) {
-    const json request = json::parse(request_json, nullptr, false);
-    if (request.is_discarded() || !request.is_object())
+    std::string problem;
+    const json request = parse_json_text(request_json, problem);
+    if (request.is_discarded()) return failure({{"", problem}});
+    if (!request.is_object())
         return failure({{"", "the sweep request must be a JSON object {\"config\", \"micro_batch\", \"seq_len\"}"}});
     for (auto it = request.begin(); it != request.end(); ++it)
         if (it.key() != "config" && it.key() != "micro_batch" && it.key() != "seq_len")

@@ -84,8 +84,8 @@ std::vector<Tensor> lora_tensors(const Architecture& a, std::uint64_t rank, cons
     auto add_matching = [&](const std::vector<Linear>& linears) {
         for (const Linear& l : linears)
             if (all || std::find(targets.begin(), targets.end(), l.name) != targets.end()) {
-                out.push_back({rank, l.in, a.layers * l.count});   // A: rank x in
-                out.push_back({l.out, rank, a.layers * l.count});  // B: out x rank
+                out.push_back({rank, l.in, a.layers * l.count, true});   // A: rank x in
+                out.push_back({l.out, rank, a.layers * l.count, true});  // B: out x rank
             }
     };
     add_matching(layer_linears(a));
@@ -103,14 +103,15 @@ std::vector<Tensor> parameter_tensors(const Architecture& a) {
     const std::uint64_t h = a.hidden, L = a.layers;
     std::vector<Tensor> t{{a.vocab, h}};
     if (a.position == Position::learned) t.push_back({a.max_positions, h});
-    for (const Linear& l : layer_linears(a)) t.push_back({l.out, l.in, L * l.count});
+    for (const Linear& l : layer_linears(a)) t.push_back({l.out, l.in, L * l.count, true});
     if (a.bias || a.qkv_bias)
         for (const Linear& l : layer_linears(a))
             if (a.bias || l.name == "q_proj" || l.name == "k_proj" || l.name == "v_proj")
-                t.push_back({l.out, 1, L * l.count});
-    if (a.experts > 1) t.push_back({a.experts, h, L});
+                t.push_back({l.out, 1, L * l.count, true});
+    if (a.experts > 1) t.push_back({a.experts, h, L, true});
     const std::uint64_t norm_tensors = a.norm == Norm::layernorm ? 2 : 1;
-    t.push_back({h, 1, norm_tensors * (a.norms_per_layer * L + 1)});
+    t.push_back({h, 1, norm_tensors * a.norms_per_layer * L, true});
+    t.push_back({h, 1, norm_tensors});  // final norm
     if (!a.tied_embeddings) t.push_back({a.vocab, h});
     if (a.lm_head_bias) t.push_back({a.vocab, 1});
     return t;

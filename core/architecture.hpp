@@ -57,9 +57,11 @@ std::uint64_t largest_tensor_params(const Architecture&);
 
 // The projections of one layer, named both the Llama and the GPT-2 way.
 std::vector<Linear> layer_linears(const Architecture&);
-// One parameter tensor (rows x cols; cols == 1 for vectors), `count` of them in the whole model.
+// One parameter tensor (rows x cols; cols == 1 for vectors), `count` of them in the whole model;
+// `in_layers` when they repeat in every layer (count is then a multiple of the layers).
 struct Tensor {
     std::uint64_t rows = 0, cols = 1, count = 1;
+    bool in_layers = false;
     std::uint64_t numel() const { return rows * cols; }
 };
 // Every parameter tensor of the model; their elements add up to total_params.

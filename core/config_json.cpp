@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "json_text.hpp"
 #include "presets.hpp"
 
 namespace vramcalc {
@@ -19,10 +20,13 @@ constexpr std::uint64_t kMaxVocab = std::uint64_t(1) << 24;
 constexpr std::uint64_t kMaxTokens = std::uint64_t(1) << 24;  // seq_len, max_positions
 constexpr std::uint64_t kMaxBatch = std::uint64_t(1) << 20;
 constexpr std::uint64_t kMaxGpus = std::uint64_t(1) << 20;
-constexpr std::size_t kMaxTextBytes = 1 << 20;
 
-std::string show(const json& v) {
-    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string show(const json& v) { return describe_json(v); }
+
+// A user's key as it can be echoed safely: JSON-escaped, invalid UTF-8 replaced, at most 60 characters.
+std::string printable_key(const std::string& key) {
+    std::string s = json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+    s = s.substr(1, s.size() - 2);
     return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
@@ -139,8 +143,7 @@ public:
     void reject_unknown(const std::string& allowed) {
         for (auto it = obj_.begin(); it != obj_.end(); ++it)
             if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end())
-                fail(show(json(it.key())).substr(1, show(json(it.key())).size() - 2),
-                     "unknown key; allowed keys: " + allowed);
+                fail(printable_key(it.key()), "unknown key; allowed keys: " + allowed);
     }
 
 private:
@@ -368,13 +371,15 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (a.position == Position::learned && c.seq_len > a.max_positions)
         err("seq_len", "exceeds the model's learned positions (max_positions " + std::to_string(a.max_positions) + ")");
     // Sizes whose parameter count or byte counts would leave exact 64-bit arithmetic.
+    const double width = double(a.heads) * double(head_dim(a));
     const double params = double(a.vocab) * a.hidden * 2 + double(a.max_positions) * a.hidden +
-                          double(a.layers) * (4.0 * a.hidden * a.heads * head_dim(a) + 3.0 * a.hidden * a.ffn * a.experts);
+                          double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * a.ffn * a.experts);
     if (params > 1e15) err("model", "is absurdly large (over 10^15 parameters)");
-    const double tokens = double(c.micro_batch) * c.seq_len;
-    if (tokens * (double(a.vocab) + double(a.heads) * c.seq_len + 64.0 * a.hidden) * a.layers > 1e17)
+    const double tokens = double(c.micro_batch) * double(c.seq_len);
+    const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
+                             64.0 * (a.hidden + width) + 8.0 * a.ffn * a.experts_per_token);
+    if (tokens * per_token > 1e17)
         err("micro_batch", "micro_batch x seq_len is absurdly large for this model (activations over 10^17 bytes)");
-
     const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
     if (c.strategy == Strategy::single && c.gpus != 1) err("gpus", "strategy \"single\" uses exactly 1 GPU");
     if (c.zero != 0 && !sharded && !(c.strategy == Strategy::megatron && c.zero == 1))
@@ -463,15 +468,11 @@ ParsedConfig parse_config(const json& v) {
 }
 
 ParsedConfig parse_config(const std::string& text) {
-    if (text.size() > kMaxTextBytes) {
+    std::string problem;
+    const json v = parse_json_text(text, problem);
+    if (!problem.empty()) {
         ParsedConfig out;
-        out.errors.push_back({"", "the configuration is larger than 1 MiB"});
-        return out;
-    }
-    json v = json::parse(text, nullptr, false);
-    if (v.is_discarded()) {
-        ParsedConfig out;
-        out.errors.push_back({"", "malformed JSON"});
+        out.errors.push_back({"", problem});
         return out;
     }
     return parse_config(v);

@@ -18,13 +18,24 @@ double dp(const Config& c) { return double(data_parallel(c)); }
 double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len); }
 // GPT-2 is the family with learned positions: a fused c_attn, gelu_new, softmax in the model's dtype.
 bool gpt2_family(const Config& c) { return c.model.position == Position::learned; }
-// Share of the whole model's parameters that sit on the busiest GPU (before ZeRO/FSDP sharding).
-double stage_share(const Config& c) { return stage_params(c) / double(total_params(c.model)); }
+// Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
+double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 
-// Elements of the trainable tensors, and their optimizer-state element size.
+// The trainable tensors on the busiest GPU: the first pipeline stage's layers (plus the final norm and
+// lm_head when there is one stage), each split tp ways.
 std::vector<Tensor> trainable_tensors(const Config& c) {
-    if (lora_like(c)) return lora_tensors(c.model, c.finetune.rank, c.finetune.targets);
-    return parameter_tensors(c.model);
+    std::vector<Tensor> all = lora_like(c) ? lora_tensors(c.model, c.finetune.rank, c.finetune.targets)
+                                           : parameter_tensors(c.model);
+    std::vector<Tensor> stage;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        Tensor t = all[i];
+        const bool embedding = !lora_like(c) && i == 0;
+        if (t.in_layers) t.count = t.count / c.model.layers * layers_on_stage(c);
+        else if (c.pp > 1 && !embedding && !(c.model.position == Position::learned && i == 1)) continue;
+        t.rows = (t.rows + c.tp - 1) / c.tp;
+        stage.push_back(t);
+    }
+    return stage;
 }
 
 double state_element_bytes(const Config& c) {
@@ -78,7 +89,9 @@ bool trains_all_weights(const Config& c) { return !lora_like(c); }
 
 double trainable_stage_params(const Config& c) {
     if (!lora_like(c)) return stage_params(c);
-    return double(lora_params(c.model, c.finetune.rank, c.finetune.targets)) * stage_share(c);
+    double n = 0;
+    for (const Tensor& t : trainable_tensors(c)) n += double(t.numel()) * double(t.count);
+    return n;
 }
 
 // ---- Model states (Rajbhandari et al. 2020, ZeRO §3: 2Ψ weights + 2Ψ gradients + 12Ψ optimizer) ----
@@ -90,7 +103,7 @@ double weights_bytes(const Config& c) {
     if (c.finetune.method == FinetuneMethod::qlora) {
         // bitsandbytes quantizes the layers' linear weights; prepare_model_for_kbit_training (PEFT) keeps
         // the rest (embeddings, norms, lm_head) in fp32 under mixed precision.
-        const double linear = double(linear_weight_params(c.model)) * stage_share(c);
+        const double linear = double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
         const double other = stage_params(c) - linear;
         bytes = linear * kNf4BytesPerParam + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
                 trainable_stage_params(c) * wb;
@@ -123,7 +136,7 @@ double master_weights_bytes(const Config& c) {
     return (deepspeed(c, 1) || (c.strategy == Strategy::megatron && c.zero == 1)) ? n / dp(c) : n;
 }
 
-double optimizer_states_unsharded_bytes(const Config& c) {
+double optimizer_states_stage_bytes(const Config& c) {
     const double sb = state_element_bytes(c);
     double bytes = 0;
     for (const Tensor& t : trainable_tensors(c)) {
@@ -151,7 +164,7 @@ double optimizer_states_unsharded_bytes(const Config& c) {
 
 double optimizer_states_bytes(const Config& c) {
     if (offloaded(c)) return 0;
-    const double bytes = optimizer_states_unsharded_bytes(c) * stage_share(c);
+    const double bytes = optimizer_states_stage_bytes(c);
     const bool sharded = deepspeed(c, 1) || fsdp(c, 2) || (c.strategy == Strategy::megatron && c.zero == 1);
     return sharded ? bytes / dp(c) : bytes;
 }
@@ -322,7 +335,7 @@ double activations_bytes(const Config& c) {
     // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
     // neither does a frozen k_proj's partner q in q @ k^T.
     if (lora_like(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
-        bytes -= single_norm_bytes(c) - (trains_all_weights(c) ? 0 : 0);
+        bytes -= single_norm_bytes(c);
         if (!gpt2_family(c) && !targeted(c, {"k_proj"}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(a.heads * head_dim(a));
     }
@@ -403,7 +416,7 @@ double mlp_backward_transient_bytes(const Config& c) {
 double autocast_weight_copy_bytes(const Config& c) {
     if (!autocast(c)) return 0;
     // Checkpointed layers cast again when recomputed; only lm_head's cast is held from the forward.
-    const double layers = c.checkpointing == Checkpointing::full ? 0 : double(linear_weight_params(c.model)) * stage_share(c);
+    const double layers = c.checkpointing == Checkpointing::full ? 0 : double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
     const double linear = layers + double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
@@ -476,7 +489,7 @@ double optimizer_step_temporary_bytes(const Config& c) {
                 const std::vector<double> seq = trainable_sizes_in_order(c);
                 double worst = 0;
                 for (std::size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, (i ? seq[i - 1] : 0) + 2 * seq[i]);
-                return worst * sb * stage_share(c);
+                return worst * sb / double(c.tp);
             }
             // _multi_tensor_adamw: 1.13 keeps sqrt(v) and sqrt(v)+eps as two lists; 2.x adds eps in place.
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
@@ -540,7 +553,7 @@ double cpu_offload_bytes(const Config& c) {
     const double trainable = lora_like(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
                                           : double(total_params(c.model));
     const double master = c.strategy == Strategy::fsdp ? 0 : 4;
-    double bytes = trainable * (master + 4) + optimizer_states_unsharded_bytes(c);
+    double bytes = trainable * (master + 4) + optimizer_states_stage_bytes(c);
     if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * weight_element_bytes(c);
     return bytes * 1.5;
 }

@@ -24,7 +24,7 @@ double weights_bytes(const Config&);
 double gradients_bytes(const Config&);
 double master_weights_bytes(const Config&);
 double optimizer_states_bytes(const Config&);
-double optimizer_states_unsharded_bytes(const Config&);  // the whole model's, before sharding
+double optimizer_states_stage_bytes(const Config&);  // the busiest stage's, before ZeRO/FSDP sharding
 
 // What a micro-batch saves for backward.
 double attention_activation_bytes(const Config&);   // per layer

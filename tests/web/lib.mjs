@@ -1,0 +1,74 @@
+// Shared by the web tests and the benchmark: paths, a tiny static server on 127.0.0.1, Chromium via playwright-core.
+import { createServer } from 'node:http';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { extname, join, normalize, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { spawnSync } from 'node:child_process';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const SITE = process.env.VRAMCALC_SITE || join(ROOT, 'build/wasm/site');
+export const CLI = process.env.VRAMCALC_CLI || join(ROOT, 'build/native/cli/vramcalc');
+export const ARTIFACTS = join(ROOT, 'tests/web/artifacts');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+// Missing prerequisites fail the test with a message saying what to run (never a silent pass).
+export function requireSite() {
+  for (const f of ['index.html', 'vramcalc.js', 'vramcalc.wasm', 'app.js'])
+    if (!existsSync(join(SITE, f)))
+      throw new Error(`the wasm site is missing (${join(SITE, f)}): build it with ` +
+        '`NODE_PATH=/usr/share/nodejs cmake --preset wasm -DNLOHMANN_JSON_INCLUDE=/usr/include && ' +
+        'NODE_PATH=/usr/share/nodejs cmake --build build/wasm -j2`');
+}
+export function requireCli() {
+  if (!existsSync(CLI)) throw new Error(`the native CLI is missing (${CLI}): cmake --preset native && cmake --build build/native -j2`);
+}
+export function requirePlaywright() {
+  try {
+    return createRequire(join(ROOT, 'package.json'))('playwright-core');
+  } catch {
+    throw new Error(`playwright-core is missing (${join(ROOT, 'node_modules')}): run \`npm ci\` at the repository root`);
+  }
+}
+
+export async function loadModule() {
+  requireSite();
+  const { default: create } = await import(join(SITE, 'vramcalc.js'));
+  return create({ wasmBinary: readFileSync(join(SITE, 'vramcalc.wasm')) });
+}
+
+// Runs the native CLI on one request; returns {code, stdout}.
+export function cli(command, input) {
+  const r = spawnSync(CLI, [command, '-'], { input, encoding: 'utf8', maxBuffer: 64 << 20 });
+  return { code: r.status, stdout: r.stdout };
+}
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json' };
+
+// Serves SITE on 127.0.0.1 at a free port. Returns {url, close, requests}.
+export async function serve(root = SITE) {
+  const requests = [];
+  const server = createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
+    requests.push(req.url);
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    let file = normalize(join(root, path));
+    if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
+    if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
+    if (!existsSync(file)) { res.writeHead(404).end('not found'); return; }
+    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
+    res.end(readFileSync(file));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}/`, requests, close: () => new Promise((ok) => server.close(ok)) };
+}
+
+export async function launch() {
+  const { chromium } = requirePlaywright();
+  if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing (${CHROMIUM}): apt-get install chromium`);
+  return chromium.launch({
+    executablePath: CHROMIUM, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
+}

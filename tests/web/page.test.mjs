@@ -1,0 +1,275 @@
+// The built page in Chromium (playwright-core + Debian's /usr/bin/chromium), served from 127.0.0.1 by the test.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, launch, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+
+let server;
+let browser;
+before(async () => {
+  requireSite();
+  requireCli();
+  requirePlaywright();
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = await serve();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+// A page that records what must never happen: a dialog, a CSP violation, a script error, a request elsewhere.
+async function open(query, viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const log = { dialogs: [], errors: [], foreign: [], csp: [] };
+  page.on('dialog', (d) => { log.dialogs.push(d.message()); d.dismiss(); });
+  page.on('pageerror', (e) => log.errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') log.errors.push(m.text()); });
+  page.on('request', (r) => { if (!r.url().startsWith(server.url) && !r.url().startsWith('data:')) log.foreign.push(r.url()); });
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  await page.goto(server.url + query);
+  await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  return { page, context, log };
+}
+
+async function settle(page) {
+  await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+}
+
+async function shown(page) {
+  const bytes = await page.getAttribute('#total', 'data-bytes');
+  const fits = await page.getAttribute('#fits', 'data-fits');
+  const config = await page.textContent('#config-json');
+  return { bytes, fits, config };
+}
+
+function cliTotal(configText) {
+  const r = cli('estimate', configText);
+  assert.equal(r.code, 0, `the CLI rejected ${configText}`);
+  return JSON.parse(r.stdout);
+}
+
+async function clean(page, log) {
+  assert.deepEqual(log.dialogs, [], 'no dialog may open');
+  assert.deepEqual(log.foreign, [], 'no request may leave 127.0.0.1');
+  assert.deepEqual(await page.evaluate(() => window.__csp), [], 'no CSP violation');
+  assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no injected script ran');
+  assert.equal(await page.evaluate(() => document.cookie), '', 'no cookie');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('script').length), 1, 'no script element added');
+}
+
+test('the figures shown match the native CLI, as the inputs change', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  let s = await shown(page);
+  let native = cliTotal(s.config);
+  assert.equal(s.bytes, String(native.total_bytes));
+  assert.equal(s.fits, String(native.fits));
+  assert.match(await page.textContent('#max-mb'), native.max_micro_batch === 0 ? /none/ : new RegExp(`^${native.max_micro_batch}$`));
+
+  await page.selectOption('#f-strategy', 'deepspeed');
+  await page.fill('#f-gpus', '8');
+  await page.selectOption('#f-zero', '2');
+  await page.selectOption('#f-checkpointing', 'full');
+  await page.fill('#f-seq_len', '4096');
+  await page.fill('#f-micro_batch', '2');
+  await settle(page);
+  s = await shown(page);
+  native = cliTotal(s.config);
+  assert.equal(JSON.parse(s.config).zero, 2);
+  assert.equal(JSON.parse(s.config).seq_len, 4096);
+  assert.equal(s.bytes, String(native.total_bytes));
+  assert.equal(s.fits, String(native.fits));
+  assert.equal(new URL(page.url()).search,
+    '?model=llama-2-7b&gpu=a100-80gb&strategy=deepspeed&gpus=8&zero=2&seq_len=4096&micro_batch=2&checkpointing=full');
+  // The peak phase and the breakdown come from the same report.
+  assert.equal(await page.textContent('#peak-phase'), native.peak_phase.replace('_', ' '));
+  assert.ok((await page.$$('#bar .seg')).length >= 4);
+  assert.ok((await page.$$('#chart-mb circle')).length >= 8, 'the micro-batch chart has its points');
+  assert.ok((await page.$$('#chart-seq circle')).length >= 8, 'the sequence chart has its points');
+  assert.match(await page.textContent('#deepspeed'), /"stage": 2/);
+
+  // Typing: each keystroke is one estimate (and sweep and render), well inside a frame.
+  const ms = await page.evaluate(async () => {
+    performance.clearMeasures('vramcalc:update');
+    const el = document.getElementById('f-seq_len');
+    for (const v of ['1', '10', '102', '1024']) {
+      el.value = v;
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+    }
+    return performance.getEntriesByName('vramcalc:update').map((e) => e.duration);
+  });
+  console.log(`page update per keystroke: ${ms.map((d) => d.toFixed(1)).join(', ')} ms`);
+  assert.equal(ms.length, 4);
+  assert.ok(Math.max(...ms) < 100, `an update took ${Math.max(...ms)} ms`);
+  assert.equal(JSON.parse((await shown(page)).config).seq_len, 1024);
+
+  await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('bad input: a message next to the field, the rest of the page still usable', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  await page.fill('#f-seq_len', 'abc');
+  await settle(page);
+  assert.match(await page.textContent('#e-seq_len'), /integer/);
+  assert.equal(await page.getAttribute('#f-seq_len', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'invalid');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), null);
+  // Another field still works, and fixing the first brings the figures back.
+  await page.selectOption('#f-gpu', 'h100-80gb');
+  await page.fill('#f-seq_len', '1024');
+  await settle(page);
+  assert.equal(await page.textContent('#e-seq_len'), '');
+  const s = await shown(page);
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  assert.equal(JSON.parse(s.config).gpu, 'h100-80gb');
+  // A custom architecture whose heads do not divide hidden: the error names model.heads.
+  await page.selectOption('#f-model', 'custom');
+  await page.fill('#f-model-heads', '33');
+  await settle(page);
+  assert.match(await page.textContent('#e-model-heads'), /must divide hidden/);
+  await page.fill('#f-model-heads', '32');
+  await settle(page);
+  assert.equal(await page.textContent('#e-model-heads'), '');
+  await clean(page, log);
+  await context.close();
+});
+
+test('suggestions apply their change in one click', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  const before = await shown(page);
+  const first = cliTotal(before.config).suggestions[0];
+  await page.click('#suggestions li:first-child .suggest');
+  await settle(page);
+  const s = await shown(page);
+  assert.equal(s.bytes, String(first.total_bytes));
+  const cfg = JSON.parse(s.config);
+  for (const [k, v] of Object.entries(first.config)) assert.deepEqual(cfg[k], v, k);
+  await clean(page, log);
+  await context.close();
+});
+
+test('share links round-trip, including a pasted Hugging Face config', async () => {
+  const { page, context, log } = await open('?model=mistral-7b&gpu=a100-40gb&finetune=lora&rank=16&targets=q_proj,k_proj,v_proj&strategy=fsdp&gpus=4&precision=bf16-true&attention=flash');
+  const a = await shown(page);
+  assert.equal(await page.isHidden('#link-problems'), true);
+  const url = await page.inputValue('#share-url');
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/\?model=mistral-7b&gpu=a100-40gb&finetune=lora&rank=16/);
+  const again = await open(url.slice(server.url.length));
+  const b = await shown(again.page);
+  assert.deepEqual(b, a);
+  assert.equal(await again.page.inputValue('#f-rank'), '16');
+  await again.context.close();
+
+  const hf = { model_type: 'llama', num_hidden_layers: 16, hidden_size: 2048, num_attention_heads: 32,
+    num_key_value_heads: 8, intermediate_size: 8192, vocab_size: 128256, max_position_embeddings: 131072,
+    tie_word_embeddings: true, torch_dtype: 'bfloat16', architectures: ['LlamaForCausalLM'], rope_scaling: { factor: 32 } };
+  await page.selectOption('#f-model', 'hf');
+  await page.fill('#f-hf', JSON.stringify(hf, null, 2));
+  await settle(page);
+  const s = await shown(page);
+  assert.deepEqual(Object.keys(JSON.parse(s.config).model.hf_config).sort(),
+    Object.keys(hf).filter((k) => !['torch_dtype', 'architectures', 'rope_scaling'].includes(k)).sort());
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /[?&]model=hf&hf=[A-Za-z0-9_-]+&/);
+  const third = await open(link.slice(server.url.length));
+  assert.deepEqual(await shown(third.page), s);
+  await third.context.close();
+  await clean(page, log);
+  await context.close();
+});
+
+test('embed view: compact, chrome-free, with a copyable iframe snippet', async () => {
+  const { page, context, log } = await open('?model=llama-2-13b&gpu=h100-80gb');
+  await page.click('#copy-embed');
+  const code = await page.inputValue('#embed-code');
+  assert.match(code, /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/\?model=llama-2-13b&amp;gpu=h100-80gb&amp;embed=1" /);
+  const src = code.match(/src="([^"]+)"/)[1].replace(/&amp;/g, '&');
+  const e = await open(src.slice(server.url.length), { width: 480, height: 420 });
+  assert.equal(await e.page.evaluate(() => document.body.classList.contains('embed')), true);
+  assert.equal(await e.page.isVisible('#inputs'), false);
+  assert.equal(await e.page.isVisible('header'), false);
+  assert.equal(await e.page.isVisible('#total'), true);
+  assert.equal(await e.page.isVisible('#open-full'), true);
+  assert.equal(await e.page.getAttribute('#total', 'data-bytes'), await page.getAttribute('#total', 'data-bytes'));
+  await e.page.screenshot({ path: join(ARTIFACTS, 'embed.png') });
+  await clean(e.page, e.log);
+  await e.context.close();
+  await clean(page, log);
+  await context.close();
+});
+
+test('keyboard and narrow screens: terms explained on focus, nothing wider than 360 px', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb', { width: 360, height: 740 });
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= 360, 'no horizontal scroll at 360 px');
+  await page.focus('#legend li:first-child .term');
+  assert.match(await page.textContent('#term-detail'), /^Weights: /);
+  await page.keyboard.press('Tab');
+  assert.match(await page.textContent('#term-detail'), /^(Gradients|Optimizer states): /);
+  // Every form control has a label.
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea')]
+    .filter((el) => !el.labels?.length && !el.getAttribute('aria-label') && !el.closest('label')).map((el) => el.id));
+  assert.deepEqual(unlabelled, []);
+  await page.screenshot({ path: join(ARTIFACTS, 'page-360.png'), fullPage: false });
+  await clean(page, log);
+  await context.close();
+});
+
+const B64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+// [query, how many problems the page must report at least]
+const HOSTILE = [
+  ['?model=<script>window.__pwned=1</script>', 1],
+  ['?model=%3Cimg%20src%3Dx%20onerror%3Dwindow.__pwned%3D1%3E&gpu=a100-80gb', 1],
+  ['?gpu=custom&gpu.memory_gib=24&gpu.name=%3Cimg%20src=x%20onerror=alert(1)%3E', 1],
+  ['?model=javascript:window.__pwned=1&embed=javascript:alert(1)', 2],
+  ['?seq_len=1e400&micro_batch=99999999999999999999999&gpus=-1&zero=4', 4],
+  ['?seq_len=' + 'A'.repeat(100 * 1024), 1],
+  ['?hf=' + 'A'.repeat(100 * 1024) + '&model=hf', 1],
+  ['?model=%E0%A4%A&gpu=%ZZ&precision=%', 3],
+  ['?foo=bar&__proto__=x&constructor=1&toString=2', 4],
+  ['?model=hf&hf=' + B64({ model_type: '<script>alert(1)</script>', __proto__: { polluted: 1 }, constructor: { prototype: { polluted: 1 } } }), 0],
+  ['?model=hf&hf=!!not-base64!!', 1],
+  ['?model=llama-2-7b&model=gpt2&model.layers=3', 2],
+  ['?targets=q_proj,<b>x</b>&finetune=lora', 1],
+  ['?embed=1&model="><svg onload=alert(1)>', 1],
+  ['?zero=2', 0],
+];
+
+test('hostile share links: nothing executes, each problem is reported, the page stays usable', async () => {
+  for (const [query, problems] of HOSTILE) {
+    const { page, context, log } = await open(query + '#<img src=x onerror=alert(1)>');
+    const label = query.slice(0, 80);
+    await clean(page, log);
+    assert.equal(await page.evaluate(() => ({}).polluted), undefined, `${label}: prototype untouched`);
+    assert.equal(await page.evaluate(() => document.querySelectorAll('img, svg:not(.chart), iframe').length), 0, label);
+    const reported = await page.$$eval('#link-problems li', (li) => li.length);
+    assert.ok(reported >= problems, `${label}: ${reported} problems reported, ${problems} expected`);
+    if (query === '?zero=2') assert.match(await page.textContent('#e-zero'), /deepspeed/);
+    if (query.includes('hf=eyJ')) assert.match(await page.textContent('#e-hf'), /model_type/);
+    // Still usable: a valid change gives figures again.
+    await page.evaluate(() => { document.body.classList.remove('embed'); });
+    if (!(await page.isVisible('#f-model'))) throw new Error(`${label}: form hidden`);
+    await page.selectOption('#f-model', 'gpt2');
+    await page.selectOption('#f-strategy', 'deepspeed');
+    await page.selectOption('#f-strategy', 'single');
+    await page.selectOption('#f-gpu', 'a100-80gb');
+    await page.fill('#f-seq_len', '1024');
+    await page.fill('#f-micro_batch', '4');
+    await settle(page);
+    const s = await shown(page);
+    assert.ok(s.bytes, `${label}: figures shown after a valid change (${await page.textContent('#errors')})`);
+    assert.equal(s.bytes, String(cliTotal(s.config).total_bytes), label);
+    await clean(page, log);
+    await context.close();
+  }
+});

@@ -1,0 +1,180 @@
+// The WebAssembly module against the native CLI: byte-identical JSON on a few hundred generated configurations
+// (valid and invalid, deterministic), the same errors, and a module that keeps working after bad calls.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { loadModule, cli, requireCli, CLI } from './lib.mjs';
+
+let mod;
+before(async () => {
+  requireCli();
+  mod = await loadModule();
+});
+
+// mulberry32: a small deterministic generator, so every run checks the same configurations.
+function rng(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const MODELS = ['gpt2', 'gpt2-xl', 'llama-2-7b', 'llama-2-13b', 'llama-2-70b', 'llama-3-8b', 'llama-3.2-1b', 'mistral-7b',
+  'mixtral-8x7b', 'qwen2.5-7b', 'gemma-2b', 'phi-3-mini'];
+const GPUS = ['a100-40gb', 'a100-80gb', 'h100-80gb', 'h200', 'l4', 'rtx-4090', 't4', 'mi300x'];
+const HF = [
+  { model_type: 'llama', num_hidden_layers: 16, hidden_size: 2048, num_attention_heads: 32, num_key_value_heads: 8,
+    intermediate_size: 8192, vocab_size: 128256, max_position_embeddings: 131072, tie_word_embeddings: true },
+  { model_type: 'gpt2', n_layer: 12, n_embd: 768, n_head: 12, vocab_size: 50257 },
+  { model_type: 'mixtral', num_hidden_layers: 4, hidden_size: 1024, num_attention_heads: 8, intermediate_size: 2048, vocab_size: 32000 },
+];
+const pick = (r, list) => list[Math.floor(r() * list.length)];
+
+function validConfig(r) {
+  const c = {};
+  const m = r();
+  if (m < 0.75) c.model = pick(r, MODELS);
+  else if (m < 0.9) c.model = { hf_config: pick(r, HF) };
+  else c.model = { layers: 1 + Math.floor(r() * 48), hidden: 256 * (1 + Math.floor(r() * 16)), heads: 8, ffn: 4096, vocab: 32000 };
+  c.gpu = r() < 0.9 ? pick(r, GPUS) : { name: 'Test GPU', memory_gib: 8 + Math.floor(r() * 200) };
+  c.seq_len = pick(r, [128, 512, 1000, 1024, 2048, 4096]);
+  c.micro_batch = 1 + Math.floor(r() * 16);
+  if (r() < 0.3) c.grad_accum = 1 + Math.floor(r() * 8);
+  c.precision = pick(r, ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true']);
+  c.optimizer = pick(r, ['adamw', 'adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum']);
+  if (r() < 0.4) c.optimizer_impl = pick(r, ['foreach', 'fused', 'single-tensor']);
+  c.checkpointing = pick(r, ['none', 'selective', 'full']);
+  c.attention = pick(r, ['eager', 'flash']);
+  const strategy = pick(r, ['single', 'ddp', 'deepspeed', 'fsdp', 'megatron']);
+  c.strategy = strategy;
+  if (strategy !== 'single') c.gpus = pick(r, [2, 4, 8, 16]);
+  if (strategy === 'deepspeed') {
+    c.zero = Math.floor(r() * 4);
+    if (c.zero > 0 && r() < 0.4) c.offload = c.zero === 3 && r() < 0.5 ? 'optimizer+params' : 'optimizer';
+  }
+  if (strategy === 'fsdp') {
+    c.zero = pick(r, [0, 2, 3]);
+    if (r() < 0.3) c.offload = 'optimizer+params';
+  }
+  if (strategy === 'megatron') {
+    c.tp = pick(r, [1, 2]);
+    c.pp = 1;
+    if (c.tp > 1 && r() < 0.5) c.sequence_parallel = true;
+    if (r() < 0.3) c.zero = 1;
+  }
+  if (r() < 0.25 && strategy !== 'megatron') c.finetune = { method: pick(r, ['lora', 'qlora']), rank: pick(r, [4, 8, 64]), targets: ['q_proj', 'v_proj'] };
+  if (r() < 0.1) c.torch = '1.13';
+  if (r() < 0.05) c.device = 'cpu';
+  return c;
+}
+
+// One deliberate problem: a wrong type, a bound, an unknown key or value, an inconsistency, or broken JSON.
+function invalidText(r) {
+  const c = validConfig(r);
+  const k = Math.floor(r() * 12);
+  if (k === 0) c.seq_len = -1;
+  else if (k === 1) c.micro_batch = 'eight';
+  else if (k === 2) c.precision = 'fp8';
+  else if (k === 3) c.model = 'gpt-5';
+  else if (k === 4) c.unknown_key = true;
+  else if (k === 5) { c.strategy = 'single'; c.gpus = 4; }
+  else if (k === 6) { c.strategy = 'ddp'; c.zero = 2; }
+  else if (k === 7) c.model = { hf_config: { model_type: 'llama', hidden_size: 4096 } };
+  else if (k === 8) c.gpu = { name: 'x', memory_gib: 0 };
+  else if (k === 9) c.seq_len = 1e300;
+  else if (k === 10) return JSON.stringify(c).slice(0, -3);
+  else c.model = { layers: 2, hidden: 100, heads: 3, ffn: 10, vocab: 10 };
+  return JSON.stringify(c);
+}
+
+function errorLines(json) {
+  return JSON.parse(json).errors.map((e) => `error: ${e.field ? e.field + ': ' : ''}${e.message}`).join('\n');
+}
+
+test('estimate: byte-identical JSON to the native CLI on 300 generated configurations', () => {
+  const r = rng(20240611);
+  let valid = 0;
+  let invalid = 0;
+  for (let i = 0; i < 300; i++) {
+    const text = i % 3 === 2 ? invalidText(r) : JSON.stringify(validConfig(r));
+    const wasm = mod.estimate(text);
+    const native = cli('estimate', text);
+    if (native.code === 0) {
+      valid++;
+      assert.equal(wasm + '\n', native.stdout, `config #${i}: ${text}`);
+    } else {
+      invalid++;
+      assert.equal(native.code, 2, `config #${i}: ${text}`);
+      assert.ok(JSON.parse(wasm).errors.length > 0, `config #${i} should fail in WASM too: ${text}`);
+    }
+  }
+  console.log(`# ${valid} valid and ${invalid} invalid configurations compared`);
+  assert.ok(valid >= 120, `only ${valid} valid configurations were generated`);
+  assert.ok(invalid >= 80, `only ${invalid} invalid configurations were generated`);
+});
+
+test('errors: the same fields and messages as the CLI prints', () => {
+  const r = rng(7);
+  for (let i = 0; i < 60; i++) {
+    const text = invalidText(r);
+    const wasm = mod.estimate(text);
+    const out = JSON.parse(wasm);
+    if (!out.errors) continue;
+    for (const e of out.errors) {
+      assert.equal(typeof e.field, 'string');
+      assert.equal(typeof e.message, 'string');
+    }
+    const lines = errorLines(wasm);
+    const native = cliStderr('estimate', text);
+    assert.equal(native.trimEnd(), lines, `config: ${text}`);
+  }
+});
+
+function cliStderr(command, input) {
+  return spawnSync(CLI, [command, '-'], { input, encoding: 'utf8' }).stderr;
+}
+
+test('sweep, deepspeed, adamw and presets: identical to the CLI', () => {
+  const r = rng(99);
+  for (let i = 0; i < 40; i++) {
+    const config = validConfig(r);
+    const text = JSON.stringify(config);
+    const ds = cli('deepspeed', text);
+    if (ds.code === 0) assert.equal(mod.deepspeedConfig(text) + '\n', ds.stdout, text);
+    const req = JSON.stringify({ config, micro_batch: [1, 2, 4, 8], seq_len: [512, 2048] });
+    const sw = cli('sweep', req);
+    if (sw.code === 0) assert.equal(mod.sweep(req) + '\n', sw.stdout, req);
+  }
+  const adamw = [
+    { lr: 1e-3, param: [1, -2, 0.5], grads: [[0.1, 0.2, -0.3]] },
+    { lr: 1e-5, betas: [0.9, 0.95], eps: 1e-8, weight_decay: 0.1, amsgrad: true, precision: 'bf16', param: [1, 250, 1e-3], grads: [[1e-4, 3, 'NaN'], [0.5, -1, 2]] },
+    { lr: 1e-2, maximize: true, precision: 'fp16', variant: 'torch-1.13', param: [3.5], grads: [[1e30]] },
+    { lr: -1, param: [1], grads: [[1]] },
+  ];
+  for (const req of adamw) {
+    const text = JSON.stringify(req);
+    const native = cli('adamw', text);
+    const wasm = mod.adamwStep(text);
+    if (native.code === 0) assert.equal(wasm + '\n', native.stdout, text);
+    else assert.ok(JSON.parse(wasm).errors, text);
+  }
+  assert.equal(mod.presets() + "\n", spawnSync(CLI, ["presets"], { encoding: "utf8" }).stdout);
+});
+
+test('the module keeps working after bad calls', () => {
+  const good = JSON.stringify({ model: 'llama-2-7b', gpu: 'a100-80gb' });
+  const expected = mod.estimate(good);
+  const bad = ['', 'null', '[]', '{', '"x"', '{"model":{}}', '{"seq_len":"a"}', 'x'.repeat(2 << 20),
+    '{"model":{"hf_config":[]}}', '\u0000\uffff', '{"gpu":{"memory_gib":1e999}}', '{"micro_batch":1e20}'];
+  for (const text of bad) {
+    for (const f of ['estimate', 'deepspeedConfig', 'sweep', 'adamwStep']) {
+      const out = JSON.parse(mod[f](text));
+      assert.ok(Array.isArray(out.errors) && out.errors.length > 0, `${f}(${text.slice(0, 40)})`);
+    }
+  }
+  assert.equal(mod.estimate(good), expected);
+  assert.ok(mod.benchEstimates(good, 0.01) > 0);
+  assert.equal(mod.benchEstimates('{"seq_len":0}', 0.01), -1);
+});

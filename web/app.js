@@ -1,0 +1,602 @@
+// vramcalc page: the form, the answer, share links and the embed view. All arithmetic is the core's (WebAssembly).
+import createVramcalc from './vramcalc.js';
+import { $, h, clear, gib, count } from './dom.js';
+import { lineChart } from './charts.js';
+import { initAdamw } from './adamw.js';
+import {
+  CHOICES, LORA_TARGETS, ARCH_KEYS, DEFAULTS, defaultOf, defaultZero, initialState, toConfig, toQuery, fromQuery,
+  applyPatch, compactHf, clip,
+} from './params.js';
+
+const LABELS = {
+  precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
+    '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)' },
+  optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
+    sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
+  optimizer_impl: { foreach: 'foreach (PyTorch default)', fused: 'fused', 'single-tensor': 'single tensor (for loop)' },
+  finetune: { full: 'Full fine-tune', lora: 'LoRA', qlora: 'QLoRA (4-bit base weights)' },
+  checkpointing: { none: 'None', selective: 'Selective (attention only)', full: 'Full (every layer)' },
+  attention: { eager: 'Eager (scores materialised)', flash: 'Flash / SDPA (no score matrix)' },
+  strategy: { single: 'Single GPU', ddp: 'DDP (data parallel)', deepspeed: 'DeepSpeed ZeRO', fsdp: 'PyTorch FSDP',
+    megatron: 'Megatron-LM (tensor/pipeline)' },
+  offload: { none: 'Nothing', optimizer: 'Optimizer states to CPU', 'optimizer+params': 'Optimizer and parameters to CPU' },
+  device: { cuda: 'CUDA (the GPU)', cpu: 'CPU kernels (validation)' },
+  torch: { 2: 'PyTorch 2.x', '1.13': 'PyTorch 1.13' },
+  'model.mlp': { swiglu: 'SwiGLU', geglu: 'GeGLU', gelu: 'GELU' },
+  'model.norm': { rmsnorm: 'RMSNorm', layernorm: 'LayerNorm' },
+  'model.position': { rope: 'RoPE', learned: 'Learned' },
+};
+const zeroLabel = (s) => (s.strategy === 'fsdp'
+  ? { 0: '0 · NO_SHARD', 2: '2 · SHARD_GRAD_OP', 3: '3 · FULL_SHARD' }
+  : s.strategy === 'megatron' ? { 0: '0 · off', 1: '1 · distributed optimizer' }
+    : { 0: '0 · off', 1: '1 · optimizer states', 2: '2 · + gradients', 3: '3 · + parameters' });
+
+const sharded = (s) => s.strategy === 'deepspeed' || s.strategy === 'fsdp';
+const ARCH_LABELS = { layers: 'Layers', hidden: 'Hidden size', heads: 'Attention heads', kv_heads: 'KV heads',
+  head_dim: 'Head dim (0: hidden / heads)', ffn: 'FFN size', vocab: 'Vocabulary', mlp: 'MLP', norm: 'Norm',
+  bias: 'Biases on projections', tied_embeddings: 'Tied embeddings', position: 'Positions',
+  max_positions: 'Max positions', dropout: 'Dropout', experts: 'Experts (MoE)', experts_per_token: 'Experts per token',
+  qkv_bias: 'q/k/v biases', lm_head_bias: 'LM head bias', norms_per_layer: 'Norms per layer' };
+const isCustom = (s) => s.model === 'custom';
+
+function archField(k) {
+  const key = 'model.' + k;
+  const kind = typeof DEFAULTS[key] === 'boolean' ? 'bool' : key in CHOICES ? 'select' : k === 'dropout' ? 'number' : 'int';
+  return { key, label: ARCH_LABELS[k], kind, show: isCustom, sub: true };
+}
+
+const GROUPS = [
+  { title: 'Model', fields: [
+    { key: 'model', label: 'Model', kind: 'model' },
+    { key: 'hf', label: 'Hugging Face config.json', kind: 'hf', show: (s) => s.model === 'hf',
+      hint: 'Paste the model’s config.json; only the keys vramcalc reads go into the link.' },
+    ...ARCH_KEYS.map(archField),
+    { key: 'finetune', label: 'Fine-tuning', kind: 'select' },
+    { key: 'rank', label: 'LoRA rank', kind: 'int', show: (s) => s.finetune !== 'full' },
+    { key: 'targets', label: 'LoRA target modules', kind: 'targets', show: (s) => s.finetune !== 'full' },
+  ] },
+  { title: 'Batch', fields: [
+    { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int' },
+    { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int' },
+    { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
+      hint: 'Changes the global batch, not the memory.' },
+  ] },
+  { title: 'Precision & optimizer', fields: [
+    { key: 'precision', label: 'Precision', kind: 'select' },
+    { key: 'optimizer', label: 'Optimizer', kind: 'select' },
+    { key: 'optimizer_impl', label: 'Optimizer implementation', kind: 'select' },
+    { key: 'torch', label: 'PyTorch version', kind: 'select' },
+  ] },
+  { title: 'Memory savers', fields: [
+    { key: 'checkpointing', label: 'Activation checkpointing', kind: 'select' },
+    { key: 'attention', label: 'Attention kernel', kind: 'select' },
+    { key: 'offload', label: 'Offload to CPU', kind: 'select', show: sharded,
+      hint: 'DeepSpeed ZeRO-Offload or FSDP CPU offload.' },
+  ] },
+  { title: 'Parallelism', fields: [
+    { key: 'strategy', label: 'Strategy', kind: 'select' },
+    { key: 'gpus', label: 'GPUs in all', kind: 'int', show: (s) => s.strategy !== 'single' },
+    { key: 'zero', label: 'ZeRO stage / sharding', kind: 'zero', show: (s) => s.strategy !== 'single' && s.strategy !== 'ddp' },
+    { key: 'tp', label: 'Tensor parallel (tp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
+    { key: 'pp', label: 'Pipeline parallel (pp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
+    { key: 'sequence_parallel', label: 'Sequence parallelism', kind: 'bool', show: (s) => s.strategy === 'megatron' },
+  ] },
+  { title: 'GPU', fields: [
+    { key: 'gpu', label: 'GPU', kind: 'gpu' },
+    { key: 'gpu.memory_gib', label: 'Memory (GiB)', kind: 'number', show: (s) => s.gpu === 'custom' },
+    { key: 'gpu.name', label: 'Name', kind: 'text', show: (s) => s.gpu === 'custom' },
+    { key: 'device', label: 'Kernels', kind: 'select' },
+  ] },
+];
+const FIELDS = GROUPS.flatMap((g) => g.fields);
+const FIELD = Object.fromEntries(FIELDS.map((f) => [f.key, f]));
+const fid = (key) => 'f-' + key.replace(/\./g, '-');
+const eid = (key) => 'e-' + key.replace(/\./g, '-');
+
+const TERMS = {
+  weights: ['Weights', 'The model’s parameters held on this GPU, in the training precision. Sharded by ZeRO-3 / FSDP FULL_SHARD, split by tensor and pipeline parallelism; 4-bit under QLoRA.'],
+  gradients: ['Gradients', 'One gradient per trainable parameter, live from the backward pass until the optimizer step. Sharded from ZeRO-2; tiny with LoRA.'],
+  optimizer_states: ['Optimizer states', 'AdamW keeps two fp32 moments per trainable parameter (m and v, 8 bytes); 8-bit AdamW about 2, SGD none. Sharded from ZeRO-1, moved to CPU by offload.'],
+  master_weights: ['Master weights', 'An fp32 copy of 16-bit weights that the optimizer updates (DeepSpeed and Megatron mixed precision), so that small updates are not rounded away.'],
+  activations: ['Activations', 'Tensors saved in the forward pass for the backward pass. Grows with micro-batch × sequence length; checkpointing and flash attention cut it.'],
+  logits: ['Logits', 'The vocabulary-wide output of the last layer (and its fp32 copy for the loss): micro-batch × sequence × vocabulary.'],
+  temporaries: ['Temporaries', 'Short-lived buffers at the peak moment: the gradient being produced, attention scores, the foreach optimizer’s scratch copies.'],
+  allocator_overhead: ['Allocator overhead', 'Memory PyTorch’s caching allocator has reserved but is not using (fragmentation): reserved minus allocated.'],
+  cuda_context: ['CUDA context', 'The CUDA context, cuBLAS/cuDNN workspaces and loaded kernels: taken before the first tensor.'],
+};
+const PHASES = {
+  forward: 'Forward pass: activations are saved layer by layer for the backward pass.',
+  loss: 'Forward done and the loss computed: every saved activation and the logits are live.',
+  backward: 'Backward pass: gradients appear while saved activations are freed.',
+  optimizer_step: 'Optimizer step: gradients, optimizer states and the update’s temporaries are live together.',
+};
+
+let mod;
+let presets;
+let state = initialState();
+let embed = false;
+let linkProblems = [];
+let fieldErrors = new Map();
+let lastResult = null;
+const baseArch = {};  // preset id -> architecture
+
+// ---------- the form ----------
+
+function options(key) {
+  const labels = LABELS[key] || {};
+  return CHOICES[key].map((v) => [v, labels[v] || v]);
+}
+
+function buildControl(f) {
+  const id = fid(f.key);
+  const describedBy = `${eid(f.key)}${f.hint ? ' h-' + id : ''}`;
+  const common = { id, name: f.key, 'aria-describedby': describedBy, dataset: { key: f.key } };
+  switch (f.kind) {
+    case 'select': return h('select', common, options(f.key).map(([v, t]) => h('option', { value: v }, t)));
+    case 'zero': return h('select', common);
+    case 'model': {
+      const byFamily = h('select', common);
+      const groups = new Map();
+      for (const m of presets.models) {
+        const fam = m.name.split(' ')[0].replace(/[^A-Za-z0-9-]/g, '');
+        if (!groups.has(fam)) groups.set(fam, h('optgroup', { label: fam }));
+        groups.get(fam).append(h('option', { value: m.id }, `${m.name} · ${count(m.parameters)}`));
+      }
+      byFamily.append(...groups.values());
+      byFamily.append(h('optgroup', { label: 'Other' }, h('option', { value: 'custom' }, 'Custom architecture…'),
+        h('option', { value: 'hf' }, 'Paste a Hugging Face config.json…')));
+      return byFamily;
+    }
+    case 'gpu': {
+      const sel = h('select', common);
+      const list = [...presets.gpus].sort((a, b) => (b.id.startsWith('a100-') && !b.id.endsWith('pcie')) - (a.id.startsWith('a100-') && !a.id.endsWith('pcie')));
+      for (const g of list) sel.append(h('option', { value: g.id }, `${g.name} · ${Math.round(g.memory_gib)} GiB usable`));
+      sel.append(h('option', { value: 'custom' }, 'Custom GPU…'));
+      return sel;
+    }
+    case 'bool': return h('input', { ...common, type: 'checkbox' });
+    case 'hf': return h('textarea', { ...common, rows: 6, spellcheck: 'false', autocomplete: 'off',
+      placeholder: '{"model_type": "llama", "hidden_size": 4096, ...}' });
+    case 'targets': {
+      const box = h('div', { id, class: 'targets', role: 'group', 'aria-describedby': describedBy, 'aria-label': f.label });
+      for (const t of LORA_TARGETS) {
+        box.append(h('label', { class: 'chip' }, h('input', { type: 'checkbox', value: t, dataset: { key: 'targets' } }), t));
+      }
+      return box;
+    }
+    case 'text': return h('input', { ...common, type: 'text', maxlength: 60, autocomplete: 'off' });
+    case 'number': return h('input', { ...common, type: 'text', inputmode: 'decimal', autocomplete: 'off' });
+    default: return h('input', { ...common, type: 'text', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false' });
+  }
+}
+
+function buildForm() {
+  const form = $('inputs');
+  for (const g of GROUPS) {
+    const fs = h('fieldset', { class: 'group' }, h('legend', {}, g.title));
+    for (const f of g.fields) {
+      const control = buildControl(f);
+      const label = f.kind === 'targets' ? h('span', { class: 'label' }, f.label) : h('label', { for: fid(f.key) }, f.label);
+      const row = h('div', { class: `field kind-${f.kind}${f.sub ? ' sub' : ''}`, id: 'row-' + fid(f.key) },
+        f.kind === 'bool' ? h('label', { class: 'check', for: fid(f.key) }, control, h('span', {}, f.label)) : [label, control],
+        f.hint ? h('p', { class: 'hint', id: 'h-' + fid(f.key) }, f.hint) : null,
+        h('p', { class: 'field-error', id: eid(f.key) }));
+      fs.append(row);
+    }
+    form.append(fs);
+  }
+  form.addEventListener('input', onInput);
+  form.addEventListener('change', onInput);
+  form.addEventListener('submit', (e) => e.preventDefault());
+}
+
+// What the user typed: integers and decimals as numbers, anything else as text for the core to report on.
+function readValue(f, el) {
+  if (f.kind === 'bool') return el.checked;
+  if (f.kind === 'zero') return Number(el.value);
+  if (f.kind === 'int' || f.kind === 'number') {
+    const t = el.value.trim();
+    if (t === '') return f.key.startsWith('model.') ? '' : defaultOf(state, f.key);
+    return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) ? Number(t) : t;
+  }
+  return el.value;
+}
+
+let hfText = '';
+let hfError = null;
+
+function onInput(e) {
+  const el = e.target;
+  const key = el.dataset && el.dataset.key;
+  if (!key) return;
+  const f = FIELD[key];
+  if (e.type === 'change' && (f.kind === 'int' || f.kind === 'number' || f.kind === 'hf' || f.kind === 'text')) return;
+  if (key === 'targets') {
+    state.targets = [...$(fid('targets')).querySelectorAll('input:checked')].map((c) => c.value).join(',');
+  } else if (key === 'hf') {
+    hfText = el.value;
+    hfError = null;
+    try {
+      const obj = JSON.parse(hfText);
+      if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new Error('a JSON object is expected');
+      state.hf = compactHf(obj);
+    } catch (err) {
+      hfError = `not a JSON object: ${clip(err.message, 80)}`;
+    }
+  } else {
+    const before = state[key];
+    const v = readValue(f, el);
+    if (key === 'model') return selectModel(v);
+    state[key] = v;
+    if (key === 'strategy') normaliseStrategy(before, v);
+    if (key === 'model.heads' && state['model.kv_heads'] === before) state['model.kv_heads'] = v;
+    if (key === 'strategy' || key === 'finetune' || key === 'gpu') return refresh(true);
+  }
+  refresh(false);
+}
+
+function selectModel(v) {
+  if (v === 'custom' && state.model !== 'custom') {
+    const arch = baseArch[state.model] || baseArch[DEFAULTS.model];
+    for (const k of ARCH_KEYS) state['model.' + k] = arch[k] !== undefined ? arch[k] : DEFAULTS['model.' + k];
+  }
+  if (v === 'hf' && !state.hf) state.hf = null;
+  state.model = v;
+  refresh(true);
+  if (v === 'hf') $(fid('hf')).focus();
+}
+
+// Switching strategy resets the settings the new one does not take.
+function normaliseStrategy(before, after) {
+  if (after === 'single') state.gpus = 1;
+  if (state.zero === defaultZero(before) || after === 'single' || after === 'ddp') state.zero = defaultZero(after);
+  if (after === 'fsdp' && state.zero === 1) state.zero = 2;
+  if (after === 'megatron' && state.zero > 1) state.zero = 0;
+  if (after !== 'megatron') { state.tp = 1; state.pp = 1; state.sequence_parallel = false; }
+  if (!sharded(state)) state.offload = 'none';
+  if (after === 'fsdp' && state.offload === 'optimizer') state.offload = 'optimizer+params';
+}
+
+// Puts the state into every control (after a link, a suggestion, or a change that resets others).
+function syncInputs() {
+  const zs = $(fid('zero'));
+  clear(zs);
+  const zl = zeroLabel(state);
+  for (const [v, t] of Object.entries(zl)) zs.append(h('option', { value: v }, t));
+  if (!(state.zero in zl)) zs.append(h('option', { value: state.zero }, String(state.zero)));
+  for (const f of FIELDS) {
+    const el = $(fid(f.key));
+    const v = state[f.key];
+    if (f.kind === 'bool') el.checked = !!v;
+    else if (f.kind === 'targets') {
+      const on = new Set(String(v).split(','));
+      for (const c of el.querySelectorAll('input')) c.checked = on.has(c.value);
+    } else if (f.kind === 'hf') {
+      if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
+    } else el.value = v === null || v === undefined ? '' : String(v);
+  }
+}
+
+function fieldVisible(f) {
+  if (fieldErrors.has(f.key)) return true;
+  if (f.show && !f.show(state)) {
+    if (f.key.startsWith('model.') || f.key === 'hf' || f.key.startsWith('gpu.') || f.key === 'rank' || f.key === 'targets') return false;
+    return state[f.key] !== defaultOf(state, f.key);
+  }
+  return true;
+}
+
+// ---------- errors ----------
+
+// The form field an error from the core belongs to.
+function errorKey(field) {
+  if (field.startsWith('model.hf_config')) return 'hf';
+  if (field.startsWith('model.')) return isCustom(state) && FIELD[field] ? field : 'model';
+  if (field === 'finetune.rank') return 'rank';
+  if (field === 'finetune.targets') return 'targets';
+  if (field.startsWith('finetune')) return 'finetune';
+  if (field.startsWith('gpu.')) return FIELD[field] ? field : 'gpu';
+  return FIELD[field] ? field : '';
+}
+
+function showFieldErrors(errors) {
+  fieldErrors = new Map();
+  const general = [];
+  if (hfError && state.model === 'hf') fieldErrors.set('hf', [hfError]);
+  for (const e of errors) {
+    const key = errorKey(String(e.field));
+    const msg = (key === String(e.field) || !e.field ? '' : `${e.field}: `) + e.message;
+    if (key) fieldErrors.set(key, [...(fieldErrors.get(key) || []), msg]);
+    else general.push(msg);
+  }
+  for (const f of FIELDS) {
+    const el = $(fid(f.key));
+    const list = fieldErrors.get(f.key);
+    $(eid(f.key)).textContent = list ? list.join(' · ') : '';
+    if (list) el.setAttribute('aria-invalid', 'true');
+    else el.removeAttribute('aria-invalid');
+    $('row-' + fid(f.key)).classList.toggle('invalid', !!list);
+  }
+  const box = clear($('errors'));
+  box.hidden = errors.length === 0 && !fieldErrors.size;
+  if (!box.hidden) {
+    box.append(h('p', { class: 'box-title' }, 'This configuration is not valid:'));
+    const ul = h('ul');
+    for (const [key, msgs] of fieldErrors) {
+      const label = FIELD[key].label;
+      ul.append(h('li', {}, h('button', { type: 'button', class: 'linklike', onclick: () => $(fid(key)).focus() }, label), `: ${msgs.join(' · ')}`));
+    }
+    for (const m of general) ul.append(h('li', {}, m));
+    box.append(ul);
+  }
+}
+
+function showLinkProblems() {
+  const box = clear($('link-problems'));
+  box.hidden = linkProblems.length === 0;
+  if (box.hidden) return;
+  box.append(h('p', { class: 'box-title' }, 'Some settings in this link were ignored:'));
+  const ul = h('ul');
+  for (const p of linkProblems) ul.append(h('li', {}, p.param ? h('code', {}, p.param) : null, p.param ? ' ' : '', p.message));
+  box.append(ul, h('button', { type: 'button', class: 'small', onclick: () => { linkProblems = []; showLinkProblems(); } }, 'Dismiss'));
+}
+
+// ---------- the answer ----------
+
+function renderAnswer(r) {
+  const fits = r.fits;
+  const badge = $('fits');
+  badge.dataset.fits = String(fits);
+  badge.textContent = fits ? 'Fits' : 'Does not fit';
+  const total = $('total');
+  total.dataset.bytes = String(r.total_bytes);
+  total.textContent = gib(r.total_bytes);
+  $('capacity').textContent = gib(r.gpu.capacity_bytes);
+  $('gpu-name').textContent = r.gpu.name;
+  const head = r.headroom_bytes;
+  $('headroom').textContent = head >= 0 ? `${gib(head)} free` : `${gib(-head)} over`;
+  $('headroom').className = 'fig-value ' + (head >= 0 ? 'ok' : 'bad');
+  $('max-mb').textContent = r.max_micro_batch === 0 ? 'none (not even 1)' : String(r.max_micro_batch);
+  $('peak-phase').textContent = r.peak_phase.replace('_', ' ');
+  const pct = Math.round((r.total_bytes / r.gpu.capacity_bytes) * 100);
+  $('verdict-text').textContent = fits
+    ? `${gib(r.total_bytes)} of ${gib(r.gpu.capacity_bytes)} per GPU (${pct}%).`
+    : `Needs ${gib(r.total_bytes)} per GPU, ${pct}% of the ${gib(r.gpu.capacity_bytes)} available.`;
+  $('params').textContent = `${count(r.parameters.total)} parameters, ${count(r.parameters.trainable)} trainable`
+    + (r.cpu_bytes ? ` · ${gib(r.cpu_bytes)} of CPU RAM for offloaded states` : '')
+    + ` · peak allocated ${gib(r.peak_allocated_bytes)}, reserved ${gib(r.peak_reserved_bytes)}`;
+  const w = clear($('warnings'));
+  for (const t of r.warnings) w.append(h('li', {}, t));
+  w.hidden = r.warnings.length === 0;
+  $('embed-summary').textContent = summaryLine(r);
+  renderBar(r);
+  renderPhases(r);
+}
+
+function summaryLine(r) {
+  const model = state.model === 'custom' ? 'Custom model' : state.model === 'hf' ? `${state.hf?.model_type || 'HF'} config`
+    : (presets.models.find((m) => m.id === state.model) || {}).name;
+  const par = state.strategy === 'single' ? '1 GPU' : `${state.gpus} GPUs, ${LABELS.strategy[state.strategy]}${state.zero ? ` stage ${state.zero}` : ''}`;
+  return `${model} · ${r.gpu.name} · ${par} · micro-batch ${state.micro_batch} × ${state.seq_len} tokens · ${state.precision}`;
+}
+
+function showTerm(key, bytes, total) {
+  const [name, text] = TERMS[key];
+  const d = clear($('term-detail'));
+  d.append(h('strong', {}, `${name}: ${gib(bytes)} (${((bytes / total) * 100).toFixed(1)}%). `), text);
+  for (const el of document.querySelectorAll('[data-term]')) el.classList.toggle('active', el.dataset.term === key);
+}
+
+function renderBar(r) {
+  const terms = Object.keys(TERMS).filter((k) => r.per_gpu_bytes[k] > 0);
+  const scale = Math.max(r.total_bytes, r.gpu.capacity_bytes);
+  const bar = clear($('bar'));
+  for (const k of terms) {
+    const b = r.per_gpu_bytes[k];
+    const seg = h('div', { class: `seg t-${k}`, dataset: { term: k }, title: `${TERMS[k][0]}: ${gib(b)}` });
+    seg.style.width = `${(b / scale) * 100}%`;
+    seg.addEventListener('mouseenter', () => showTerm(k, b, r.total_bytes));
+    bar.append(seg);
+  }
+  const cap = h('div', { class: 'cap-marker', title: `capacity ${gib(r.gpu.capacity_bytes)}` }, h('span', {}, 'capacity'));
+  cap.style.left = `${(r.gpu.capacity_bytes / scale) * 100}%`;
+  bar.append(cap);
+  bar.setAttribute('aria-label', `Breakdown of ${gib(r.total_bytes)}: ` + terms.map((k) => `${TERMS[k][0]} ${gib(r.per_gpu_bytes[k])}`).join(', '));
+  const legend = clear($('legend'));
+  for (const k of terms) {
+    const b = r.per_gpu_bytes[k];
+    const item = h('li', {}, h('button', { type: 'button', class: 'term', dataset: { term: k },
+      'aria-describedby': 'term-detail',
+      onfocus: () => showTerm(k, b, r.total_bytes), onmouseenter: () => showTerm(k, b, r.total_bytes),
+      onclick: () => showTerm(k, b, r.total_bytes) },
+    h('span', { class: `swatch t-${k}`, 'aria-hidden': 'true' }), h('span', { class: 'term-name' }, TERMS[k][0]),
+    h('span', { class: 'term-val' }, gib(b))));
+    legend.append(item);
+  }
+  const d = clear($('term-detail'));
+  d.append('Hover or focus a term to see what it is and what shrinks it.');
+}
+
+function renderPhases(r) {
+  const body = clear($('phases'));
+  const max = Math.max(...r.phases.map((p) => p.allocated_bytes));
+  for (const p of r.phases) {
+    const peak = p.name === r.peak_phase;
+    const bar = h('span', { class: 'mini' }, h('span', { class: peak ? 'fill peak' : 'fill' }));
+    bar.firstChild.style.width = `${(p.allocated_bytes / max) * 100}%`;
+    body.append(h('tr', { class: peak ? 'peak' : '' },
+      h('th', { scope: 'row' }, p.name.replace('_', ' '), peak ? h('span', { class: 'tag' }, 'peak') : null),
+      h('td', { class: 'num' }, gib(p.allocated_bytes)), h('td', { class: 'bar-cell' }, bar),
+      h('td', { class: 'desc' }, PHASES[p.name] || '')));
+  }
+}
+
+function renderSuggestions(r) {
+  const list = clear($('suggestions'));
+  if (!r.suggestions.length) list.append(h('li', { class: 'empty' }, 'No change to suggest.'));
+  for (const sgt of r.suggestions) {
+    list.append(h('li', {}, h('button', { type: 'button', class: 'suggest', onclick: () => applySuggestion(sgt) },
+      h('span', { class: 'change' }, sgt.change),
+      h('span', { class: `result ${sgt.fits ? 'ok' : 'bad'}` }, `→ ${gib(sgt.total_bytes)} · ${sgt.fits ? 'fits' : 'does not fit'}`)),
+    h('p', { class: 'why' }, sgt.why)));
+  }
+}
+
+function applySuggestion(sgt) {
+  const before = state.strategy;
+  state = applyPatch(state, sgt.config);
+  if (sgt.config && 'strategy' in sgt.config && !('zero' in sgt.config) && state.zero === defaultZero(before)) state.zero = defaultZero(state.strategy);
+  refresh(true);
+  $('verdict').focus();
+}
+
+const MB_AXIS = [1, 2, 4, 8, 16, 32, 64, 128];
+const SEQ_AXIS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768];
+function axisWith(axis, v, max) {
+  const out = new Set(axis);
+  if (Number.isInteger(v) && v >= 1 && v <= max) out.add(v);
+  return [...out].sort((a, b) => a - b);
+}
+
+function renderCharts(config) {
+  const mbs = axisWith(MB_AXIS, state.micro_batch, 2 ** 20);
+  const seqs = axisWith(SEQ_AXIS, state.seq_len, 2 ** 24);
+  // One row and one column of the grid: memory against micro-batch at this length, and against length at this batch.
+  const byMb = JSON.parse(mod.sweep(JSON.stringify({ config, micro_batch: mbs })));
+  const bySeq = JSON.parse(mod.sweep(JSON.stringify({ config, seq_len: seqs })));
+  const a = clear($('chart-mb'));
+  const b = clear($('chart-seq'));
+  if (byMb.errors || bySeq.errors) return;
+  a.append(lineChart({ xs: byMb.micro_batch, ys: byMb.total_bytes[0], capacity: byMb.capacity_bytes, current: state.micro_batch,
+    xLabel: 'micro-batch', title: `Memory per GPU against micro-batch at ${state.seq_len} tokens`,
+    onPick: (v) => { state.micro_batch = v; refresh(true); } }));
+  b.append(lineChart({ xs: bySeq.seq_len, ys: bySeq.total_bytes.map((row) => row[0]), capacity: bySeq.capacity_bytes,
+    current: state.seq_len, xLabel: 'sequence length', title: `Memory per GPU against sequence length at micro-batch ${state.micro_batch}`,
+    onPick: (v) => { state.seq_len = v; refresh(true); } }));
+}
+
+// ---------- share links ----------
+
+function shareQuery(extra) { return toQuery(state, extra); }
+function pageUrl(extra = {}) {
+  const u = new URL(location.href);
+  u.search = shareQuery(extra);
+  u.hash = '';
+  return u.toString();
+}
+
+function updateUrl() {
+  const q = shareQuery(embed ? { embed: 1 } : {});
+  if (location.search.slice(1) !== q) history.replaceState(null, '', `${location.pathname}?${q}`);
+  $('share-url').value = pageUrl();
+  $('open-full').href = `${location.pathname}?${shareQuery()}`;
+}
+
+function embedCode() {
+  const esc = (t) => t.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  return `<iframe src="${esc(pageUrl({ embed: 1 }))}" title="vramcalc: GPU memory estimate" width="100%" height="420" loading="lazy" style="border:0"></iframe>`;
+}
+
+async function copy(text, inputId, what) {
+  const status = $('copy-status');
+  try {
+    await navigator.clipboard.writeText(text);
+    status.textContent = `${what} copied.`;
+  } catch {
+    const el = $(inputId);
+    if (el.select) {
+      el.focus();
+      el.select();
+    } else {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+    }
+    status.textContent = `${what} selected: press Ctrl+C (⌘C) to copy.`;
+  }
+}
+
+// ---------- the update loop ----------
+
+let pending = 0;
+let syncNext = false;
+function refresh(sync) {
+  syncNext = syncNext || sync;
+  if (!pending) pending = requestAnimationFrame(() => { pending = 0; const s = syncNext; syncNext = false; update(s); });
+}
+
+function update(sync) {
+  const t0 = performance.now();
+  if (sync) syncInputs();
+  const config = toConfig(state);
+  const text = JSON.stringify(config);
+  const r = JSON.parse(mod.estimate(text));
+  const errors = r.errors || [];
+  showFieldErrors(errors);
+  const results = $('results');
+  if (!r.errors && !(hfError && state.model === 'hf')) {
+    lastResult = r;
+    results.classList.remove('stale');
+    renderAnswer(r);
+    const rest = () => {
+      renderSuggestions(r);
+      renderCharts(config);
+      const ds = JSON.parse(mod.deepspeedConfig(text));
+      $('deepspeed').textContent = JSON.stringify(ds, null, 2);
+      $('config-json').textContent = JSON.stringify(config, null, 2);
+    };
+    // On the first load the answer is painted first; the details follow in the next task.
+    if (document.body.dataset.ready === 'true') rest();
+    else setTimeout(rest, 0);
+  } else {
+    results.classList.add('stale');
+    const total = $('total');
+    delete total.dataset.bytes;
+    $('fits').dataset.fits = 'invalid';
+    $('fits').textContent = 'Invalid';
+    $('verdict-text').textContent = 'Fix the highlighted settings; the figures below are from the last valid configuration.';
+  }
+  for (const f of FIELDS) $('row-' + fid(f.key)).hidden = !fieldVisible(f);
+  updateUrl();
+  performance.measure('vramcalc:update', { start: t0 });
+  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; }, 0);
+  if (document.body.dataset.ready !== 'true') {
+    document.body.dataset.ready = 'true';
+    performance.mark('vramcalc:first-estimate');
+  }
+}
+
+// ---------- start ----------
+
+async function main() {
+  performance.mark('vramcalc:app-start');
+  mod = await createVramcalc();
+  performance.mark('vramcalc:wasm-ready');
+  presets = JSON.parse(mod.presets());
+  for (const m of presets.models) baseArch[m.id] = m.architecture;
+  const parsed = fromQuery(location.search, { models: presets.models.map((m) => m.id), gpus: presets.gpus.map((g) => g.id) });
+  state = parsed.state;
+  embed = parsed.embed;
+  linkProblems = parsed.problems;
+  document.body.classList.toggle('embed', embed);
+  buildForm();
+  showLinkProblems();
+  $('copy-link').addEventListener('click', () => copy($('share-url').value, 'share-url', 'Link'));
+  $('copy-embed').addEventListener('click', () => {
+    const code = embedCode();
+    $('embed-code').value = code;
+    $('embed-box').hidden = false;
+    copy(code, 'embed-code', 'Embed code');
+  });
+  $('copy-ds').addEventListener('click', () => copy($('deepspeed').textContent, 'deepspeed', 'DeepSpeed config'));
+  $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
+  update(true);
+  setTimeout(() => initAdamw(mod), 0);
+}
+
+main().catch((err) => {
+  const box = $('errors');
+  box.hidden = false;
+  box.textContent = `The calculator could not start: ${clip(err && err.message ? err.message : err, 200)}`;
+});
