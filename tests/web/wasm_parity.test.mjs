@@ -178,3 +178,36 @@ test('the module keeps working after bad calls', () => {
   assert.ok(mod.benchEstimates(good, 0.01) > 0);
   assert.equal(mod.benchEstimates('{"seq_len":0}', 0.01), -1);
 });
+
+// The scalar AdamW reference in WebAssembly against real torch.optim.AdamW trajectories
+// (tests/validation/adamw/trajectories.json, float32 bit patterns): same bits as torch, same text as the CLI.
+test('AdamW on PyTorch trajectories: WASM bits equal torch and the native CLI', async () => {
+  const { readFileSync } = await import('node:fs');
+  const data = JSON.parse(readFileSync(new URL('../validation/adamw/trajectories.json', import.meta.url)));
+  const view = new DataView(new ArrayBuffer(4));
+  const fromHex = (h) => { view.setUint32(0, parseInt(h, 16)); return view.getFloat32(0); };
+  const toJson = (x) => (Number.isNaN(x) ? 'NaN' : x === Infinity ? 'Infinity' : x === -Infinity ? '-Infinity' : x);
+  const bits = (x) => { view.setFloat32(0, x); return view.getUint32(0); };
+  const value = (v) => (v === 'NaN' ? NaN : v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v);
+  let compared = 0;
+  for (const c of data.cases) {
+    const req = {
+      lr: Number(c.lr), betas: c.betas.map(Number), eps: Number(c.eps), weight_decay: Number(c.weight_decay),
+      amsgrad: c.amsgrad === true || c.amsgrad === 'True', maximize: c.maximize === true || c.maximize === 'True',
+      variant: c.variant, param: c.param0.map((h) => toJson(fromHex(h))),
+      grads: c.grads.map((g) => g.map((h) => toJson(fromHex(h)))),
+    };
+    const text = JSON.stringify(req);
+    const wasm = mod.adamwStep(text);
+    assert.equal(wasm + '\n', cli('adamw', text).stdout, c.name);
+    const out = JSON.parse(wasm);
+    const expected = c.trajectory[c.trajectory.length - 1].param.map(fromHex);
+    out.param.map(value).forEach((x, i) => {
+      const want = expected[i];
+      if (Number.isNaN(want)) assert.ok(Number.isNaN(x), `${c.name} element ${i}: NaN expected`);
+      else assert.equal(bits(Math.fround(x)), bits(want), `${c.name} element ${i}: ${x} vs torch ${want}`);
+      compared++;
+    });
+  }
+  assert.ok(compared > 100, `only ${compared} values compared`);
+});
