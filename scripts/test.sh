@@ -15,14 +15,18 @@ fi
 [ -f package-lock.json ] && npm ci --no-audit --no-fund
 
 export NODE_PATH=/usr/share/nodejs  # Debian's emcc needs acorn from there
-cmake --preset wasm >/dev/null && cmake --build --preset wasm
-cmake --preset native >/dev/null && cmake --build --preset native
+cmake --preset wasm >/dev/null
+cmake --build --preset wasm
+cmake --preset native >/dev/null
+cmake --build --preset native
 ctest --preset native
 
-cmake --preset asan-ubsan >/dev/null && cmake --build --preset asan-ubsan --target unit_tests accuracy vramcalc
+cmake --preset asan-ubsan >/dev/null
+cmake --build --preset asan-ubsan --target unit_tests accuracy vramcalc
 ctest --preset asan-ubsan -R 'unit_tests|accuracy_cpu|cli_'
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then
-  cmake --preset cuda >/dev/null && cmake --build --preset cuda
+  cmake --preset cuda >/dev/null
+  cmake --build --preset cuda
   ctest --preset cuda -L cuda
 fi

@@ -14,7 +14,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # Debian's emscripten finds its JavaScript optimizer's acorn through NODE_PATH.
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
-cmake --preset wasm -DNLOHMANN_JSON_INCLUDE=/usr/include
+cmake --preset wasm
 cmake --build build/wasm -j"$(nproc)"
 PORT=${PORT:-8000}
 echo "Serving build/wasm/site on http://127.0.0.1:${PORT}/"

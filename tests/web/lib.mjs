@@ -17,7 +17,7 @@ export function requireSite() {
   for (const f of ['index.html', 'vramcalc.js', 'vramcalc.wasm', 'app.js'])
     if (!existsSync(join(SITE, f)))
       throw new Error(`the wasm site is missing (${join(SITE, f)}): build it with ` +
-        '`NODE_PATH=/usr/share/nodejs cmake --preset wasm -DNLOHMANN_JSON_INCLUDE=/usr/include && ' +
+        '`NODE_PATH=/usr/share/nodejs cmake --preset wasm && ' +
         'NODE_PATH=/usr/share/nodejs cmake --build build/wasm -j2`');
 }
 export function requireCli() {
