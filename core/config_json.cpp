@@ -224,9 +224,11 @@ void read_hf_config(const json& hf, Architecture& a, std::vector<FieldError>& er
         auto it = hf.find(key);
         if (it != hf.end() && it->is_boolean()) out = it->get<bool>();
     };
-    auto real = [&](const char* key, double& out) {
+    auto real = [&](const char* key, double& out) {  // dropout probabilities
         auto it = hf.find(key);
-        if (it != hf.end() && it->is_number()) out = it->get<double>();
+        if (it == hf.end() || it->is_null()) return;
+        Reader r(hf, p, local);
+        r.number(key, out, 0.0, 1.0, true);
     };
     if (type == "gpt2") {
         a.mlp = Mlp::gelu, a.norm = Norm::layernorm, a.bias = true, a.position = Position::learned;
@@ -268,7 +270,6 @@ void read_hf_config(const json& hf, Architecture& a, std::vector<FieldError>& er
             real("attention_dropout", a.dropout);
         }
         flag("tie_word_embeddings", a.tied_embeddings);
-        if (a.dropout < 0 || a.dropout >= 1) a.dropout = 0;
     }
     errors.insert(errors.end(), local.begin(), local.end());
 }
@@ -375,6 +376,9 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     const double params = double(a.vocab) * a.hidden * 2 + double(a.max_positions) * a.hidden +
                           double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * a.ffn * a.experts);
     if (params > 1e15) err("model", "is absurdly large (over 10^15 parameters)");
+    if (c.finetune.method != FinetuneMethod::full &&
+        double(c.finetune.rank) * double(a.layers) * (double(a.hidden) + width + double(a.ffn)) * 8 * double(a.experts) > 1e15)
+        err("finetune.rank", "gives absurdly many adapter parameters (over 10^15)");
     const double tokens = double(c.micro_batch) * double(c.seq_len);
     const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
                              64.0 * (a.hidden + width) + 8.0 * a.ffn * a.experts_per_token);

@@ -52,13 +52,14 @@ MemoryEstimate estimate_memory(const Config& c) {
 
     // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
     // attention with the MLP half freed. Checkpointing first recomputes the layer.
+    // Checkpointing recomputes the last layer (full) or its attention scores (selective) before backward.
     double recomputed = 0;
-    if (recompute) {
+    if (c.checkpointing != Checkpointing::none) {
         Config inner = c;
         inner.checkpointing = Checkpointing::none;
-        recomputed = layer_activation_bytes(inner);
+        recomputed = layer_activation_bytes(inner) - (recompute ? 0 : layer_activation_bytes(c));
     }
-    const double grad_share = c.finetune.method == FinetuneMethod::full ? grads / double(total_params(c.model)) : 0;
+    const double grad_share = c.finetune.method == FinetuneMethod::full ? grads / trainable_stage_params(c) : 0;
     const double embedding_grad = grad_share * double(c.model.vocab * c.model.hidden);  // lm_head, or the tied wte
     Terms mlp_backward = loss;
     mlp_backward.logits = 0;
@@ -139,7 +140,8 @@ bool apply(const Config& c, const nlohmann::json& patch, Config& out) {
 // 8-bit optimizer, LoRA/QLoRA, more GPUs.
 std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     std::vector<Candidate> out;
-    const Terms& peak = estimate_memory(c).at_peak();
+    const MemoryEstimate current = estimate_memory(c);
+    const Terms& peak = current.at_peak();
     if (c.precision == Precision::fp32_true)
         out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
                        "activations and logits drop to 16-bit while weights stay fp32"});

@@ -111,8 +111,6 @@ double weights_bytes(const Config& c) {
         bytes = stage_params(c) * wb + (lora_like(c) ? trainable_stage_params(c) * wb : 0);
     }
     if (deepspeed(c, 3) || fsdp(c, 2)) bytes /= dp(c);
-    // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
-    if (c.strategy == Strategy::fsdp && c.zero == 2) bytes += stage_params(c) * compute_element_bytes(c);
     return bytes;
 }
 
@@ -520,6 +518,8 @@ double communication_buffer_bytes(const Config& c) {
 }
 
 double gathered_parameter_bytes(const Config& c) {
+    // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
+    if (c.strategy == Strategy::fsdp && c.zero == 2) return stage_params(c) * compute_element_bytes(c);
     if (!(deepspeed(c, 3) || fsdp(c, 3))) return 0;
     const double unit = double(layer_params(c.model)) * compute_element_bytes(c);
     // The layer being computed and the one prefetched; DeepSpeed's estimator counts 4 bytes x the
