@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test on a fresh Debian 12 machine: installs what is missing, builds the native, WebAssembly,
-# sanitizer and CUDA (when nvcc exists) targets, and runs ctest on each.
+# Runs every test on a fresh Debian 12 machine: installs what is missing, builds the CUDA (when nvcc
+# exists), sanitizer, WebAssembly and native targets, and runs ctest on each. Ends with one line:
+# "N passed, N failed, N skipped" over all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,19 +15,33 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ -f package-lock.json ] && npm ci --no-audit --no-fund
 
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+run_ctest() {  # ctest with the given arguments; adds its counts to the totals
+  ctest "$@" 2>&1 | tee "$log" || { echo "ctest $* failed"; exit 1; }
+  local total bad notrun
+  total=$(grep -oE 'tests failed out of [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  bad=$(grep -oE '[0-9]+ tests failed out of' "$log" | grep -oE '^[0-9]+' || echo 0)
+  notrun=$(grep -cE '^[[:space:]]+[0-9]+ - .*\((Skipped|Not Run)\)' "$log" || true)
+  passed=$((passed + total - bad - notrun)) failed=$((failed + bad)) skipped=$((skipped + notrun))
+}
+
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  cmake --preset cuda >/dev/null
+  cmake --build --preset cuda
+  run_ctest --preset cuda -L cuda   # skipped (exit 77) without a GPU
+fi
+
+cmake --preset asan-ubsan >/dev/null
+cmake --build --preset asan-ubsan --target unit_tests accuracy vramcalc
+run_ctest --preset asan-ubsan -R 'unit_tests|accuracy_cpu|cli_'
+
 export NODE_PATH=/usr/share/nodejs  # Debian's emcc needs acorn from there
 cmake --preset wasm >/dev/null
 cmake --build --preset wasm
 cmake --preset native >/dev/null
 cmake --build --preset native
-ctest --preset native
+run_ctest --preset native
 
-cmake --preset asan-ubsan >/dev/null
-cmake --build --preset asan-ubsan --target unit_tests accuracy vramcalc
-ctest --preset asan-ubsan -R 'unit_tests|accuracy_cpu|cli_'
-
-if [ -x /usr/local/cuda/bin/nvcc ]; then
-  cmake --preset cuda >/dev/null
-  cmake --build --preset cuda
-  ctest --preset cuda -L cuda
-fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
