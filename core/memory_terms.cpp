@@ -38,9 +38,15 @@ std::vector<Tensor> trainable_tensors(const Config& c) {
     return stage;
 }
 
+// PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
+// Megatron cast the whole module to 16-bit and keep fp32 master weights instead.
+double trainable_element_bytes(const Config& c) {
+    return lora_like(c) && !half_model(c) ? 4 : weight_element_bytes(c);
+}
+
 double state_element_bytes(const Config& c) {
     // torch.optim creates states with zeros_like(param); with master weights they follow the fp32 copy.
-    return has_master_weights(c) || weight_element_bytes(c) == 4 || (lora_like(c) && mixed(c)) ? 4 : 2;
+    return has_master_weights(c) || trainable_element_bytes(c) == 4 ? 4 : 2;
 }
 
 double largest_trainable_tensor(const Config& c) {
@@ -63,7 +69,7 @@ double weight_element_bytes(const Config& c) {
 
 double gradient_element_bytes(const Config& c) {
     if (c.strategy == Strategy::megatron && mixed(c)) return 4;  // main_grad buffers in fp32 (Megatron DDP)
-    return weight_element_bytes(c);                              // .grad has its parameter's dtype
+    return trainable_element_bytes(c);                           // .grad has its parameter's dtype
 }
 
 double compute_element_bytes(const Config& c) { return c.precision == Precision::fp32_true ? 4 : 2; }
@@ -106,9 +112,9 @@ double weights_bytes(const Config& c) {
         const double linear = double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
         const double other = stage_params(c) - linear;
         bytes = linear * kNf4BytesPerParam + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
-                trainable_stage_params(c) * wb;
+                trainable_stage_params(c) * trainable_element_bytes(c);
     } else {
-        bytes = stage_params(c) * wb + (lora_like(c) ? trainable_stage_params(c) * wb : 0);
+        bytes = stage_params(c) * wb + (lora_like(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
     }
     if (deepspeed(c, 3) || fsdp(c, 2)) bytes /= dp(c);
     return bytes;
