@@ -49,6 +49,8 @@ ApiResult estimate_json(const std::string& config_json) {
 
 ApiResult deepspeed_json(const std::string& config_json) {
     ParsedConfig p = parse_config(config_json);
+    if (p.ok() && p.config.strategy != Strategy::deepspeed)
+        p.errors.push_back({"strategy", "a DeepSpeed config needs strategy \"deepspeed\""});
     if (!p.ok()) return failure(p.errors);
     return {true, dump(deepspeed_config(p.config))};
 }

@@ -63,33 +63,20 @@ std::uint64_t linear_weight_params(const Architecture& a) {
     return a.layers * n;
 }
 
-std::uint64_t largest_tensor_params(const Architecture& a) {
-    std::uint64_t m = a.vocab * a.hidden;
-    for (const Linear& l : layer_linears(a)) m = std::max(m, l.in * l.out);
-    return m;
-}
-
-namespace {
-// GPT-2 names for the same projections: c_attn is the fused q/k/v, c_proj matches both output
-// projections (PEFT matches by suffix), c_fc the MLP's input projection.
-std::vector<Linear> gpt2_linears(const Architecture& a) {
+std::vector<Linear> adapter_linears(const Architecture& a) {
+    if (!gpt2_layout(a)) return layer_linears(a);
     const std::uint64_t h = a.hidden, q = a.heads * head_dim(a), kv = a.kv_heads * head_dim(a), f = a.ffn;
-    return {{"c_attn", h, q + 2 * kv}, {"c_proj", q, h}, {"c_proj", f, h, a.experts}, {"c_fc", h, f, a.experts}};
+    return {{"c_attn", h, q + 2 * kv}, {"c_proj", q, h}, {"c_fc", h, f, a.experts}, {"c_proj", f, h, a.experts}};
 }
-}  // namespace
 
 std::vector<Tensor> lora_tensors(const Architecture& a, std::uint64_t rank, const std::vector<std::string>& targets) {
     const bool all = std::find(targets.begin(), targets.end(), "all-linear") != targets.end();
     std::vector<Tensor> out;
-    auto add_matching = [&](const std::vector<Linear>& linears) {
-        for (const Linear& l : linears)
-            if (all || std::find(targets.begin(), targets.end(), l.name) != targets.end()) {
-                out.push_back({rank, l.in, a.layers * l.count, true});   // A: rank x in
-                out.push_back({l.out, rank, a.layers * l.count, true});  // B: out x rank
-            }
-    };
-    add_matching(layer_linears(a));
-    if (!all) add_matching(gpt2_linears(a));
+    for (const Linear& l : adapter_linears(a))
+        if (all || std::find(targets.begin(), targets.end(), l.name) != targets.end()) {
+            out.push_back({rank, l.in, a.layers * l.count, true});   // A: rank x in
+            out.push_back({l.out, rank, a.layers * l.count, true});  // B: out x rank
+        }
     return out;
 }
 
@@ -103,15 +90,25 @@ std::vector<Tensor> parameter_tensors(const Architecture& a) {
     const std::uint64_t h = a.hidden, L = a.layers;
     std::vector<Tensor> t{{a.vocab, h}};
     if (a.position == Position::learned) t.push_back({a.max_positions, h});
-    for (const Linear& l : layer_linears(a)) t.push_back({l.out, l.in, L * l.count, true});
-    if (a.bias || a.qkv_bias)
-        for (const Linear& l : layer_linears(a))
-            if (a.bias || l.name == "q_proj" || l.name == "k_proj" || l.name == "v_proj")
-                t.push_back({l.out, 1, L * l.count, true});
-    if (a.experts > 1) t.push_back({a.experts, h, L, true});
-    const std::uint64_t norm_tensors = a.norm == Norm::layernorm ? 2 : 1;
-    t.push_back({h, 1, norm_tensors * a.norms_per_layer * L, true});
-    t.push_back({h, 1, norm_tensors});  // final norm
+    auto norm = [&] {
+        t.push_back({h, 1, L, true});
+        if (a.norm == Norm::layernorm) t.push_back({h, 1, L, true});
+    };
+    auto linear = [&](const Linear& l, bool bias) {
+        t.push_back({l.out, l.in, L * l.count, true});
+        if (bias) t.push_back({l.out, 1, L * l.count, true});
+    };
+    const std::vector<Linear> linears = adapter_linears(a);
+    if (gpt2_layout(a)) {  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
+        norm(), linear(linears[0], a.bias), linear(linears[1], a.bias);
+        norm(), linear(linears[2], a.bias), linear(linears[3], a.bias);
+    } else {  // self_attn (q, k, v, o), mlp (router, experts), then the layer's norms
+        for (std::size_t i = 0; i < 4; ++i) linear(linears[i], a.bias || (i < 3 && a.qkv_bias));
+        if (a.experts > 1) t.push_back({a.experts, h, L, true});
+        for (std::size_t i = 4; i < linears.size(); ++i) linear(linears[i], a.bias);
+        for (std::uint64_t i = 0; i < a.norms_per_layer; ++i) norm();
+    }
+    t.push_back({h, 1, a.norm == Norm::layernorm ? 2u : 1u});  // final norm
     if (!a.tied_embeddings) t.push_back({a.vocab, h});
     if (a.lm_head_bias) t.push_back({a.vocab, 1});
     return t;

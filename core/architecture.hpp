@@ -35,6 +35,8 @@ struct Architecture {
 
 inline std::uint64_t head_dim(const Architecture& a) { return a.head_dim ? a.head_dim : a.hidden / a.heads; }
 inline bool gated(const Architecture& a) { return a.mlp != Mlp::gelu; }
+// GPT-2's module layout: fused c_attn, gelu_new MLP (c_fc, c_proj), learned positions.
+inline bool gpt2_layout(const Architecture& a) { return a.position == Position::learned && a.mlp == Mlp::gelu; }
 
 // One linear projection of a layer, as LoRA adapters see it.
 struct Linear {
@@ -52,11 +54,12 @@ std::uint64_t lm_head_params(const Architecture&);     // 0 when tied to the emb
 std::uint64_t total_params(const Architecture&);
 // Parameters held by the layers' linear projections (what QLoRA quantizes to NF4).
 std::uint64_t linear_weight_params(const Architecture&);
-// Largest single parameter tensor (what a single-tensor optimizer step or ZeRO-3 gathers at once).
-std::uint64_t largest_tensor_params(const Architecture&);
 
-// The projections of one layer, named both the Llama and the GPT-2 way.
+// The projections of one layer with Llama's names (q_proj ... down_proj).
 std::vector<Linear> layer_linears(const Architecture&);
+// The projections LoRA can target, in module order, with the model's own names (GPT-2: c_attn, c_proj,
+// c_fc, c_proj; otherwise Llama's).
+std::vector<Linear> adapter_linears(const Architecture&);
 // One parameter tensor (rows x cols; cols == 1 for vectors), `count` of them in the whole model;
 // `in_layers` when they repeat in every layer (count is then a multiple of the layers).
 struct Tensor {
@@ -64,7 +67,8 @@ struct Tensor {
     bool in_layers = false;
     std::uint64_t numel() const { return rows * cols; }
 };
-// Every parameter tensor of the model; their elements add up to total_params.
+// Every parameter tensor in module registration order (what optimizer.step() walks); their elements add up
+// to total_params.
 std::vector<Tensor> parameter_tensors(const Architecture&);
 // The LoRA A and B matrices on the named projections of every layer.
 std::vector<Tensor> lora_tensors(const Architecture&, std::uint64_t rank, const std::vector<std::string>& targets);

@@ -20,6 +20,9 @@ enum class Offload { none, optimizer, optimizer_and_params };
 enum class Device { cuda, cpu };
 // PyTorch's optimizer code changed what it allocates between 1.13 and 2.x.
 enum class TorchVersion { v2, v1_13 };
+// With pipeline parallelism the first stage holds the embedding and the most micro-batches in flight, the
+// last the final norm, lm_head and the logits; an estimate describes one of them.
+enum class PipelineStage { first, last };
 
 struct Finetune {
     FinetuneMethod method = FinetuneMethod::full;
@@ -56,6 +59,7 @@ struct Config {
     Gpu gpu;
     Device device = Device::cuda;
     TorchVersion torch = TorchVersion::v2;
+    PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both
 };
 
 // Names as they appear in the JSON configuration.

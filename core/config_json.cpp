@@ -222,7 +222,9 @@ void read_hf_config(const json& hf, Architecture& a, std::vector<FieldError>& er
     };
     auto flag = [&](const char* key, bool& out) {
         auto it = hf.find(key);
-        if (it != hf.end() && it->is_boolean()) out = it->get<bool>();
+        if (it == hf.end() || it->is_null()) return;
+        Reader r(hf, p, local);
+        r.boolean(key, out);
     };
     auto real = [&](const char* key, double& out) {  // dropout probabilities
         auto it = hf.find(key);
@@ -267,7 +269,7 @@ void read_hf_config(const json& hf, Architecture& a, std::vector<FieldError>& er
                 get("num_local_experts", a.experts, 1024, false);
                 get("num_experts_per_tok", a.experts_per_token, 1024, false);
             }
-            real("attention_dropout", a.dropout);
+            // attention_dropout is left out: `dropout` also means residual dropout, which Llama has not.
         }
         flag("tie_word_embeddings", a.tied_embeddings);
     }
@@ -391,8 +393,22 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                     "optimizer)");
     if (c.strategy == Strategy::fsdp && c.zero == 1)
         err("zero", "FSDP shards as zero 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
-    if ((c.tp > 1 || c.pp > 1) && c.strategy != Strategy::megatron)
-        err("tp", "tensor and pipeline parallelism need strategy \"megatron\"");
+    if (c.tp > 1 && c.strategy != Strategy::megatron) err("tp", "tensor parallelism needs strategy \"megatron\"");
+    if (c.pp > 1 && c.strategy != Strategy::megatron) err("pp", "pipeline parallelism needs strategy \"megatron\"");
+    if (c.strategy == Strategy::deepspeed &&
+        (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
+        err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");
+    if (c.finetune.method != FinetuneMethod::full) {
+        const std::vector<Linear> modules = adapter_linears(a);
+        std::string names;
+        for (const Linear& l : modules)
+            if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + l.name;
+        for (const std::string& t : c.finetune.targets) {
+            bool found = t == "all-linear";
+            for (const Linear& l : modules) found = found || l.name == t;
+            if (!found) err("finetune.targets", "this model has no module \"" + t + "\"; its projections: " + names + ", all-linear");
+        }
+    }
     if (c.gpus % (c.tp * c.pp) != 0)
         err("gpus", "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tp x pp (" +
                         std::to_string(c.tp * c.pp) + ")");
@@ -442,6 +458,7 @@ ParsedConfig parse_config(const json& v) {
     }
     Reader r(v, "", errors);
     read_model(r.find("model"), c, errors);
+    const bool seq_len_given = v.contains("seq_len");
     r.integer("seq_len", c.seq_len, 1, kMaxTokens);
     r.integer("micro_batch", c.micro_batch, 1, kMaxBatch);
     r.integer("grad_accum", c.grad_accum, 1, kMaxBatch);
@@ -467,6 +484,8 @@ ParsedConfig parse_config(const json& v) {
     r.reject_unknown(key_list({"model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch"}));
+    // Without a seq_len, a model with learned positions gets as many as it has.
+    if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
     if (errors.empty()) check_consistency(c, errors);
     return out;
 }

@@ -19,31 +19,26 @@ Terms resident(const Config& c) {
     t.weights = weights_bytes(c);
     t.optimizer_states = optimizer_states_bytes(c);
     t.master_weights = master_weights_bytes(c);
-    t.temporaries = cublas_workspace_bytes(c) + communication_buffer_bytes(c) + gathered_parameter_bytes(c);
+    t.gradients = gradients_allocated_up_front(c) ? gradients_bytes(c) : 0;
+    t.temporaries = cublas_workspace_bytes(c) + communication_buffer_bytes(c);
     return t;
 }
 
-}  // namespace
-
-MemoryEstimate estimate_memory(const Config& c) {
-    MemoryEstimate m;
-    m.params_total = double(total_params(c.model));
-    m.params_trainable = c.finetune.method == FinetuneMethod::full
-                             ? m.params_total
-                             : double(lora_params(c.model, c.finetune.rank, c.finetune.targets));
+// The moments of one pipeline stage's step where the peak can fall.
+std::vector<Phase> stage_phases(const Config& c) {
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
-    const double carried_grads = c.grad_accum > 1 ? grads : 0;
-
+    const double carried_grads = gradients_allocated_up_front(c) || c.grad_accum > 1 ? grads : 0;
     const double mask = attention_mask_bytes(c);
     const bool recompute = c.checkpointing == Checkpointing::full;
+    const double forward_backward_buffers = gathered_parameter_bytes(c) + autocast_weight_copy_bytes(c);
 
     // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast, the mask.
     Terms forward = resident(c);
     forward.gradients = carried_grads;
     forward.activations = activations_bytes(c) + mask;
     forward.logits = logits_forward_peak_bytes(c);
-    forward.temporaries += autocast_weight_copy_bytes(c);
+    forward.temporaries += forward_backward_buffers;
 
     // Start of backward, at log-softmax's backward: the fp32 logits chain at its largest.
     Terms loss = forward;
@@ -51,37 +46,65 @@ MemoryEstimate estimate_memory(const Config& c) {
     loss.logits = logits_backward_peak_bytes(c);
 
     // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
-    // attention with the MLP half freed. Checkpointing first recomputes the layer.
-    // Checkpointing recomputes the last layer (full) or its attention scores (selective) before backward.
+    // attention with the MLP half freed. Checkpointing recomputes the last layer (full) or its attention
+    // scores (selective) first.
     double recomputed = 0;
     if (c.checkpointing != Checkpointing::none) {
         Config inner = c;
         inner.checkpointing = Checkpointing::none;
         recomputed = layer_activation_bytes(inner) - (recompute ? 0 : layer_activation_bytes(c));
     }
-    const double grad_share = c.finetune.method == FinetuneMethod::full ? grads / trainable_stage_params(c) : 0;
-    const double embedding_grad = grad_share * double(c.model.vocab * c.model.hidden);  // lm_head, or the tied wte
+    // Bytes of gradient per trainable parameter, for the gradients backward has produced so far.
+    const double grad_per_param = trains_all_weights(c) ? grads / trainable_stage_params(c) : 0;
+    const double head_grads = holds_head(c) ? grad_per_param * double(c.model.vocab * c.model.hidden) / double(c.tp) : 0;
     Terms mlp_backward = loss;
     mlp_backward.logits = 0;
     mlp_backward.activations = loss.activations - final_norm_activation_bytes(c) + recomputed +
                                layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
-    mlp_backward.gradients = std::max(carried_grads, embedding_grad + grad_share * double(c.model.ffn * c.model.hidden));
-    mlp_backward.temporaries += mlp_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
+    mlp_backward.gradients =
+        std::max(carried_grads, head_grads + grad_per_param * double(c.model.ffn * c.model.hidden) / double(c.tp));
+    mlp_backward.temporaries += reduce_scatter_bytes(c) + mlp_backward_transient_bytes(c) +
+                                (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;
     attention_backward.activations -= mlp_half_activation_bytes(c) - mlp_freed_before_backward_bytes(c);
-    attention_backward.gradients = std::max(carried_grads, embedding_grad + grad_share * double(mlp_params(c.model)));
-    attention_backward.temporaries = loss.temporaries + attention_backward_transient_bytes(c) +
-                                     (recompute ? recast_layer_weight_bytes(c) : 0);
-    Terms backward = mlp_backward.sum() >= attention_backward.sum() ? mlp_backward : attention_backward;
+    attention_backward.gradients =
+        std::max(carried_grads, head_grads + grad_per_param * double(mlp_params(c.model)) / double(c.tp));
+    attention_backward.temporaries = loss.temporaries + reduce_scatter_bytes(c) +
+                                     attention_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
+    const Terms& backward = mlp_backward.sum() >= attention_backward.sum() ? mlp_backward : attention_backward;
 
-    // The optimizer step: all gradients, and the implementation's temporaries.
+    // The optimizer step: all gradients (and DeepSpeed's fp32 partition), the implementation's temporaries.
     Terms step = resident(c);
-    step.gradients = grads;
+    step.gradients = grads + fp32_gradient_partition_bytes(c);
     step.temporaries += optimizer_step_temporary_bytes(c);
 
-    m.phases = {{"forward", forward}, {"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
-    for (std::size_t i = 1; i < m.phases.size(); ++i)
-        if (m.phases[i].terms.sum() > m.phases[m.peak_phase].terms.sum()) m.peak_phase = i;
+    return {{"forward", forward}, {"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
+}
+
+std::size_t largest(const std::vector<Phase>& phases) {
+    std::size_t peak = 0;
+    for (std::size_t i = 1; i < phases.size(); ++i)
+        if (phases[i].terms.sum() > phases[peak].terms.sum()) peak = i;
+    return peak;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Config& c) {
+    MemoryEstimate m;
+    m.params_total = double(total_params(c.model));
+    m.params_trainable = trains_all_weights(c) ? m.params_total
+                                               : double(lora_params(c.model, c.finetune.rank, c.finetune.targets));
+    m.phases = stage_phases(c);
+    m.peak_phase = largest(m.phases);
+    if (c.pp > 1) {  // the busier of the first stage (activations in flight) and the last (logits)
+        Config last = c;
+        last.stage = PipelineStage::last;
+        std::vector<Phase> phases = stage_phases(last);
+        const std::size_t peak = largest(phases);
+        if (phases[peak].terms.sum() > m.at_peak().sum()) m.phases = std::move(phases), m.peak_phase = peak, m.stage = "last";
+        else m.stage = "first";
+    }
     m.peak_allocated = m.at_peak().sum();
     m.allocator_overhead = allocator_overhead_bytes(c, m.peak_allocated);
     m.peak_reserved = m.peak_allocated + m.allocator_overhead;
@@ -132,14 +155,15 @@ bool apply(const Config& c, const nlohmann::json& patch, Config& out) {
     ParsedConfig p = parse_config(j);
     if (!p.ok()) return false;
     out = p.config;
-    out.device = c.device, out.torch = c.torch;
     return true;
 }
 
-// An OOM checklist in the usual order: precision, micro-batch/sequence, checkpointing, ZeRO, offload,
-// 8-bit optimizer, LoRA/QLoRA, more GPUs.
+// An OOM checklist in the usual order: precision, micro-batch/sequence, checkpointing and attention kernel,
+// ZeRO, offload, 8-bit optimizer, LoRA/QLoRA (more GPUs follow in make_report).
 std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     std::vector<Candidate> out;
+    const nlohmann::json adapter_targets = gpt2_layout(c.model) ? nlohmann::json{"c_attn", "c_proj"}
+                                                                : nlohmann::json{"q_proj", "k_proj", "v_proj", "o_proj"};
     const MemoryEstimate current = estimate_memory(c);
     const Terms& peak = current.at_peak();
     if (c.precision == Precision::fp32_true)
@@ -148,16 +172,24 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
         out.push_back({"Keep weights in bf16 (bf16-true)", {{"precision", "bf16-true"}},
                        "weights, gradients and optimizer states halve; watch for precision loss in updates"});
-    if (c.micro_batch > 1 && max_mb >= 1 && max_mb < c.micro_batch) {
+    if (c.micro_batch > 1) {
+        // The largest divisor of the global batch that fits once accumulation carries gradients.
         const std::uint64_t global = c.micro_batch * c.grad_accum;
-        const std::uint64_t accum = (global + max_mb - 1) / max_mb;
-        out.push_back({"Lower micro_batch to " + std::to_string(max_mb) + " with grad_accum " + std::to_string(accum),
-                       {{"micro_batch", max_mb}, {"grad_accum", accum}},
-                       "activations scale with the micro-batch; accumulation keeps the global batch"});
-    } else if (c.micro_batch > 1) {
-        out.push_back({"Lower micro_batch to 1 with grad_accum " + std::to_string(c.micro_batch * c.grad_accum),
-                       {{"micro_batch", 1}, {"grad_accum", c.micro_batch * c.grad_accum}},
-                       "activations scale with the micro-batch; accumulation keeps the global batch"});
+        std::uint64_t chosen = 1;
+        for (std::uint64_t b = std::min(c.micro_batch - 1, max_mb ? max_mb : 1), tries = 0; b > 1 && tries < 64; --b) {
+            if (global % b) continue;
+            ++tries;
+            Config smaller = c;
+            smaller.micro_batch = b, smaller.grad_accum = global / b;
+            if (estimate_memory(smaller).fits) {
+                chosen = b;
+                break;
+            }
+        }
+        out.push_back({"Lower micro_batch to " + std::to_string(chosen) + " with grad_accum " + std::to_string(global / chosen),
+                       {{"micro_batch", chosen}, {"grad_accum", global / chosen}},
+                       "activations scale with the micro-batch; accumulation keeps the global batch of " +
+                           std::to_string(global)});
     }
     if (c.seq_len >= 256 && peak.activations + peak.logits > 0)
         out.push_back({"Halve seq_len to " + std::to_string(c.seq_len / 2), {{"seq_len", c.seq_len / 2}},
@@ -189,16 +221,16 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
             out.push_back({"FSDP CPU offload", {{"offload", "optimizer+params"}},
                            "parameters, gradients and the optimizer step move to the CPU"});
     }
-    if (c.optimizer == Optimizer::adamw && c.offload == Offload::none)
+    if (c.optimizer == Optimizer::adamw && c.offload == Offload::none && c.strategy != Strategy::megatron)
         out.push_back({"8-bit AdamW (bitsandbytes)", {{"optimizer", "adamw-8bit"}},
                        "optimizer states take 2 bytes per parameter instead of 8"});
-    if (c.finetune.method == FinetuneMethod::full)
+    if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
         out.push_back({"LoRA (rank 16) instead of full fine-tuning",
-                       {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "k_proj", "v_proj", "o_proj"}}}}},
+                       {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}},
                        "only the adapters have gradients and optimizer states"});
     if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
         out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)",
-                       {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", {"q_proj", "k_proj", "v_proj", "o_proj"}}}}},
+                       {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", adapter_targets}}}},
                        "frozen weights take about 0.52 bytes per parameter"});
     return out;
 }
@@ -252,8 +284,10 @@ Report make_report(const Config& c) {
              "scores only");
     if (a.position == Position::rope && c.seq_len > a.max_positions)
         warn("seq_len exceeds the model's max_position_embeddings (" + std::to_string(a.max_positions) + ")");
-    if (c.optimizer_impl == OptimizerImpl::fused && c.optimizer != Optimizer::adamw)
-        warn("optimizer_impl only applies to adamw");
+    if (c.optimizer_impl != OptimizerImpl::foreach && c.optimizer != Optimizer::adamw)
+        warn("optimizer_impl is modelled for adamw only");
+    if (c.optimizer_impl != OptimizerImpl::foreach && (c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron))
+        warn("DeepSpeed and Megatron-LM step with their own fused optimizers: optimizer_impl does not apply");
     if (c.optimizer == Optimizer::adamw_8bit && c.offload != Offload::none)
         warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
     if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)

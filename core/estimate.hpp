@@ -21,7 +21,7 @@ struct Terms {
 
 // The moments of a step where the peak can fall.
 struct Phase {
-    std::string name;  // "loss", "backward", "optimizer_step"
+    std::string name;  // "forward", "loss", "backward", "optimizer_step"
     Terms terms;
 };
 
@@ -29,6 +29,7 @@ struct MemoryEstimate {
     double params_total = 0, params_trainable = 0;
     std::vector<Phase> phases;
     std::size_t peak_phase = 0;
+    std::string stage;              // with pipeline parallelism, the busier stage: "first" or "last"
     double peak_allocated = 0;      // torch.cuda.max_memory_allocated() on the busiest GPU
     double allocator_overhead = 0;  // reserved - allocated
     double peak_reserved = 0;       // torch.cuda.max_memory_reserved()

@@ -9,39 +9,45 @@ namespace {
 
 bool mixed(const Config& c) { return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed; }
 bool half_model(const Config& c) { return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron; }
-bool autocast(const Config& c) { return mixed(c) && !half_model(c); }
-bool lora_like(const Config& c) { return c.finetune.method != FinetuneMethod::full; }
+// torch.autocast over fp32 weights; FSDP's MixedPrecision instead runs the gathered 16-bit parameters.
+bool autocast(const Config& c) { return mixed(c) && !half_model(c) && c.strategy != Strategy::fsdp; }
 bool deepspeed(const Config& c, int min_stage) { return c.strategy == Strategy::deepspeed && c.zero >= min_stage; }
 bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
 bool offloaded(const Config& c) { return c.offload != Offload::none; }
 double dp(const Config& c) { return double(data_parallel(c)); }
 double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len); }
-// GPT-2 is the family with learned positions: a fused c_attn, gelu_new, softmax in the model's dtype.
-bool gpt2_family(const Config& c) { return c.model.position == Position::learned; }
+// GPT-2's layout: a fused c_attn, gelu_new, softmax in the model's dtype.
+bool gpt2_family(const Config& c) { return gpt2_layout(c.model); }
 // Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
 double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 
-// The trainable tensors on the busiest GPU: the first pipeline stage's layers (plus the final norm and
-// lm_head when there is one stage), each split tp ways.
-std::vector<Tensor> trainable_tensors(const Config& c) {
-    std::vector<Tensor> all = lora_like(c) ? lora_tensors(c.model, c.finetune.rank, c.finetune.targets)
-                                           : parameter_tensors(c.model);
+// The tensors of `all` that the estimated pipeline stage holds, each split tp ways. Tensors outside the
+// layers come first (embeddings) or last (final norm, lm_head) in parameter_tensors' module order.
+std::vector<Tensor> stage_tensors(const Config& c, const std::vector<Tensor>& all) {
     std::vector<Tensor> stage;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-        Tensor t = all[i];
-        const bool embedding = !lora_like(c) && i == 0;
-        if (t.in_layers) t.count = t.count / c.model.layers * layers_on_stage(c);
-        else if (c.pp > 1 && !embedding && !(c.model.position == Position::learned && i == 1)) continue;
+    bool after_layers = false;
+    for (Tensor t : all) {
+        if (t.in_layers) {
+            t.count = t.count / c.model.layers * layers_on_stage(c);
+            after_layers = true;
+        } else if (!(after_layers ? holds_head(c) : holds_embedding(c))) {
+            continue;
+        }
         t.rows = (t.rows + c.tp - 1) / c.tp;
         stage.push_back(t);
     }
     return stage;
 }
 
+std::vector<Tensor> trainable_tensors(const Config& c) {
+    return stage_tensors(c, !trains_all_weights(c) ? lora_tensors(c.model, c.finetune.rank, c.finetune.targets)
+                                         : parameter_tensors(c.model));
+}
+
 // PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
 // Megatron cast the whole module to 16-bit and keep fp32 master weights instead.
 double trainable_element_bytes(const Config& c) {
-    return lora_like(c) && !half_model(c) ? 4 : weight_element_bytes(c);
+    return !trains_all_weights(c) && !half_model(c) ? 4 : weight_element_bytes(c);
 }
 
 double state_element_bytes(const Config& c) {
@@ -79,22 +85,25 @@ double residual_element_bytes(const Config& c) { return autocast(c) ? 4 : comput
 bool has_master_weights(const Config& c) { return mixed(c) && half_model(c); }
 
 std::uint64_t layers_on_stage(const Config& c) { return (c.model.layers + c.pp - 1) / c.pp; }
+bool holds_embedding(const Config& c) { return c.pp == 1 || c.stage == PipelineStage::first; }
+bool holds_head(const Config& c) { return c.pp == 1 || c.stage == PipelineStage::last; }
 
-// 1F1B keeps up to pp micro-batches in flight on the first stage (Narayanan et al. 2021, §2.2).
-std::uint64_t micro_batches_in_flight(const Config& c) { return std::min<std::uint64_t>(c.pp, c.grad_accum); }
-
-// Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits both.
-double stage_params(const Config& c) {
-    const Architecture& a = c.model;
-    double n = double(embedding_params(a)) + double(layers_on_stage(c)) * double(layer_params(a));
-    if (c.pp == 1) n += double(norm_params(a) + lm_head_params(a));
-    return n / double(c.tp);
+// 1F1B keeps up to pp micro-batches in flight on the first stage, one on the last (Narayanan et al. 2021, §2.2).
+std::uint64_t micro_batches_in_flight(const Config& c) {
+    return c.stage == PipelineStage::last ? 1 : std::min<std::uint64_t>(c.pp, c.grad_accum);
 }
 
-bool trains_all_weights(const Config& c) { return !lora_like(c); }
+// Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
+double stage_params(const Config& c) {
+    double n = 0;
+    for (const Tensor& t : stage_tensors(c, parameter_tensors(c.model))) n += double(t.numel()) * double(t.count);
+    return n;
+}
+
+bool trains_all_weights(const Config& c) { return c.finetune.method == FinetuneMethod::full; }
 
 double trainable_stage_params(const Config& c) {
-    if (!lora_like(c)) return stage_params(c);
+    if (trains_all_weights(c)) return stage_params(c);
     double n = 0;
     for (const Tensor& t : trainable_tensors(c)) n += double(t.numel()) * double(t.count);
     return n;
@@ -114,7 +123,7 @@ double weights_bytes(const Config& c) {
         bytes = linear * kNf4BytesPerParam + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
                 trainable_stage_params(c) * trainable_element_bytes(c);
     } else {
-        bytes = stage_params(c) * wb + (lora_like(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
+        bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
     }
     if (deepspeed(c, 3) || fsdp(c, 2)) bytes /= dp(c);
     return bytes;
@@ -126,12 +135,20 @@ double gradients_bytes(const Config& c) {
     double bytes = n * gradient_element_bytes(c);
     if (deepspeed(c, 2) || fsdp(c, 2)) bytes /= dp(c);
     if (deepspeed(c, 2) && offloaded(c)) bytes = 0;  // reduced through buckets straight to the CPU
-    // DeepSpeed builds an fp32 gradient for its fp32 master partition before each step: the 16 bytes it
-    // counts per sharded parameter (estimate_zero2_model_states_mem_needs, stage_1_and_2.py).
-    if (has_master_weights(c) && c.strategy == Strategy::deepspeed && !offloaded(c))
-        bytes += n * 4 / (c.zero >= 1 ? dp(c) : 1);
     return bytes;
 }
+
+// DeepSpeed builds an fp32 gradient for its fp32 master partition inside step() and drops it after
+// ("get rid of the fp32 gradients", stage_1_and_2.py); its estimator counts it in the 16 bytes per sharded
+// parameter (estimate_zero2_model_states_mem_needs).
+double fp32_gradient_partition_bytes(const Config& c) {
+    if (!has_master_weights(c) || c.strategy != Strategy::deepspeed || offloaded(c)) return 0;
+    return trainable_stage_params(c) * 4 / (c.zero >= 1 ? dp(c) : 1);
+}
+
+// Megatron allocates its gradient buffer with the model, DeepSpeed its gradient partitions with the engine;
+// plain PyTorch creates .grad in backward and frees it at zero_grad(set_to_none=True).
+bool gradients_allocated_up_front(const Config& c) { return half_model(c); }
 
 double master_weights_bytes(const Config& c) {
     if (!has_master_weights(c) || offloaded(c)) return 0;
@@ -209,14 +226,10 @@ double megatron_layer_bytes(const Config& c) {
     return (split + s2) / t + rep * replicated;
 }
 
-}  // namespace
-
 // Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
 // for its weight gradient, a frozen norm weight no normalised input.
-namespace {
-
 bool targeted(const Config& c, std::initializer_list<const char*> names) {
-    if (!lora_like(c)) return true;
+    if (trains_all_weights(c)) return true;
     for (const std::string& t : c.finetune.targets) {
         if (t == "all-linear") return true;
         for (const char* n : names)
@@ -252,14 +265,13 @@ double norm_output_bytes(const Config& c, double projections) {
 // LoRA's A projections keep their (fp32, PEFT's autocast_adapter_dtype) output for B's weight gradient,
 // and an fp32 copy of a 16-bit input.
 double lora_adapter_bytes(const Config& c) {
-    if (!lora_like(c)) return 0;
+    if (trains_all_weights(c)) return 0;
     double bytes = 0;
     const double n = tokens(c);
-    for (const Linear& l : layer_linears(c.model))
+    for (const Linear& l : adapter_linears(c.model))
         if (targeted(c, {l.name.c_str()}))
-            bytes += 4 * n * double(c.finetune.rank) * double(l.count) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0);
-    if (targeted(c, {"c_attn"}) && gpt2_family(c) && !targeted(c, {"q_proj"}))
-        bytes += 4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(c.model.hidden) : 0);
+            bytes += (4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0)) *
+                     double(l.count);
     return bytes;
 }
 
@@ -330,15 +342,15 @@ double activations_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
     double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
-    if (has_dropout(c)) bytes += nh * dropout_mask_element_bytes(c);  // embedding dropout
-    if (c.pp == 1) {
+    if (has_dropout(c) && holds_embedding(c)) bytes += nh * dropout_mask_element_bytes(c);  // embedding dropout
+    if (holds_head(c)) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
     }
     // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
     // neither does a frozen k_proj's partner q in q @ k^T.
-    if (lora_like(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
+    if (!trains_all_weights(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
         bytes -= single_norm_bytes(c);
         if (!gpt2_family(c) && !targeted(c, {"k_proj"}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(a.heads * head_dim(a));
@@ -356,20 +368,20 @@ double attention_mask_bytes(const Config& c) {
 // transformers' ForCausalLMLoss at the end of forward: the 16-bit logits, their fp32 upcast and the
 // saved log-softmax output.
 double logits_forward_peak_bytes(const Config& c) {
-    if (c.pp > 1 && micro_batches_in_flight(c) > 1) return 0;
+    if (!holds_head(c)) return 0;
     const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
     return (e < 4 ? e + 4 : 4) * nv + 4 * nv;
 }
 
 // At log_softmax's backward the saved output, the incoming gradient and the result are all live in fp32.
 double logits_backward_peak_bytes(const Config& c) {
-    if (c.pp > 1 && micro_batches_in_flight(c) > 1) return 0;  // the first stage holds no logits
+    if (!holds_head(c)) return 0;
     const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
     return 3 * 4 * nv;
 }
 
 double final_norm_activation_bytes(const Config& c) {
-    if (c.pp > 1) return 0;
+    if (!holds_head(c)) return 0;
     return single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
 }
 
@@ -430,46 +442,25 @@ double autocast_weight_copy_bytes(const Config& c) {
 
 namespace {
 
-// Trainable tensor sizes in module registration order, as optimizer.step() walks them; two layers
-// suffice, since the pattern repeats.
-std::vector<double> trainable_sizes_in_order(const Config& c) {
-    const Architecture& a = c.model;
-    std::vector<double> seq;
-    const double h = double(a.hidden);
-    if (lora_like(c)) {
-        for (const Tensor& t : trainable_tensors(c)) seq.push_back(double(t.numel()));
-        return seq;
-    }
-    seq.push_back(double(a.vocab) * h);
-    if (a.position == Position::learned) seq.push_back(double(a.max_positions) * h);
-    auto norm = [&] {
-        seq.push_back(h);
-        if (a.norm == Norm::layernorm) seq.push_back(h);
-    };
-    auto linear = [&](double in, double out, bool bias) {
-        seq.push_back(in * out);
-        if (bias) seq.push_back(out);
-    };
-    const double q = double(a.heads * head_dim(a)), kv = double(a.kv_heads * head_dim(a)), f = double(a.ffn);
-    for (std::uint64_t layer = 0; layer < std::min<std::uint64_t>(a.layers, 2); ++layer) {
-        if (gpt2_family(c)) {  // ln_1, c_attn, c_proj, ln_2, c_fc, c_proj
-            norm();
-            linear(h, q + 2 * kv, a.bias), linear(q, h, a.bias);
-            norm();
-            linear(h, f, a.bias), linear(f, h, a.bias);
-        } else {  // self_attn, mlp, input_layernorm, post_attention_layernorm
-            linear(h, q, a.bias || a.qkv_bias), linear(h, kv, a.bias || a.qkv_bias), linear(h, kv, a.bias || a.qkv_bias);
-            linear(q, h, a.bias);
-            for (std::uint64_t e = 0; e < a.experts; ++e) {
-                if (gated(a)) linear(h, f, a.bias);
-                linear(h, f, a.bias), linear(f, h, a.bias);
-            }
-            for (std::uint64_t i = 0; i < a.norms_per_layer; ++i) norm();
+// The largest n[i-1] + 2 n[i] over the trainable tensors in the order optimizer.step() walks them: one
+// layer's tensors stand for all (the pattern repeats), plus the step from one layer into the next.
+double single_tensor_step_elements(const Config& c) {
+    std::vector<double> order, layer;
+    bool layer_done = false;
+    for (const Tensor& t : trainable_tensors(c)) {
+        if (t.in_layers) {
+            const std::uint64_t per_layer = t.count / layers_on_stage(c);
+            for (std::uint64_t k = 0; k < std::min<std::uint64_t>(per_layer, 2); ++k) layer.push_back(double(t.numel()));
+            continue;
         }
+        if (!layer.empty() && !layer_done) order.insert(order.end(), layer.begin(), layer.end()), order.push_back(layer[0]);
+        layer_done = !layer.empty();
+        order.push_back(double(t.numel()));
     }
-    norm();
-    if (!a.tied_embeddings) seq.push_back(double(a.vocab) * h);
-    return seq;
+    if (!layer_done) order.insert(order.end(), layer.begin(), layer.end());
+    double worst = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) worst = std::max(worst, (i ? order[i - 1] : 0) + 2 * order[i]);
+    return worst;
 }
 
 }  // namespace
@@ -489,11 +480,7 @@ double optimizer_step_temporary_bytes(const Config& c) {
             if (c.optimizer_impl == OptimizerImpl::single_tensor) {
                 // denom = (sqrt(v) / bc2).add_(eps): sqrt and quotient live together, while the previous
                 // parameter's denom has not been freed yet (_single_tensor_adamw in torch/optim/adamw.py).
-                if (flat) return 2 * largest * sb;
-                const std::vector<double> seq = trainable_sizes_in_order(c);
-                double worst = 0;
-                for (std::size_t i = 0; i < seq.size(); ++i) worst = std::max(worst, (i ? seq[i - 1] : 0) + 2 * seq[i]);
-                return worst * sb / double(c.tp);
+                return (flat ? 2 * largest : single_tensor_step_elements(c)) * sb;
             }
             // _multi_tensor_adamw: 1.13 keeps sqrt(v) and sqrt(v)+eps as two lists; 2.x adds eps in place.
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
@@ -516,9 +503,7 @@ double communication_buffer_bytes(const Config& c) {
         case Strategy::deepspeed:
             // reduce_bucket_size defaults to 5e8 elements (deepspeed/runtime/zero/config.py).
             return c.zero >= 1 ? std::min(5e8, n) * weight_element_bytes(c) : 0;
-        case Strategy::fsdp:
-            // Reduce-scatter input: one unit's unsharded gradients.
-            return c.zero >= 2 ? double(layer_params(c.model)) * gradient_element_bytes(c) : 0;
+        case Strategy::fsdp: return 0;  // its reduce-scatter input is a backward-only buffer
         default: return 0;
     }
 }
@@ -527,14 +512,20 @@ double gathered_parameter_bytes(const Config& c) {
     // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
     if (c.strategy == Strategy::fsdp && c.zero == 2) return stage_params(c) * compute_element_bytes(c);
     if (!(deepspeed(c, 3) || fsdp(c, 3))) return 0;
-    const double unit = double(layer_params(c.model)) * compute_element_bytes(c);
-    // The layer being computed and the one prefetched; DeepSpeed's estimator counts 4 bytes x the
-    // largest layer (estimate_zero3_model_states_mem_needs, stage3.py).
-    return 2 * unit;
+    // The layer being computed and the one prefetched. DeepSpeed caps what is gathered at
+    // stage3_max_live_parameters (1e9 by default, deepspeed/runtime/zero/config.py).
+    double params = 2 * double(layer_params(c.model));
+    if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
+    return params * compute_element_bytes(c);
 }
 
 // PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
 // (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
+// FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
+double reduce_scatter_bytes(const Config& c) {
+    return fsdp(c, 2) ? double(layer_params(c.model)) * compute_element_bytes(c) : 0;
+}
+
 double cublas_workspace_bytes(const Config& c) {
     if (c.device == Device::cpu) return 0;
     const bool sm90 = c.gpu.id.rfind("h100", 0) == 0 || c.gpu.id == "h200";
@@ -556,7 +547,7 @@ double allocator_overhead_bytes(const Config& c, double peak_allocated) {
 // FSDP's CPU offload keeps the fp32 parameters themselves there, with no separate master copy.
 double cpu_offload_bytes(const Config& c) {
     if (!offloaded(c)) return 0;
-    const double trainable = lora_like(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
+    const double trainable = !trains_all_weights(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
                                           : double(total_params(c.model));
     const double master = c.strategy == Strategy::fsdp ? 0 : 4;
     double bytes = trainable * (master + 4) + optimizer_states_stage_bytes(c);

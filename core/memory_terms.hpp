@@ -14,6 +14,8 @@ bool has_master_weights(const Config&);         // 16-bit weights with an fp32 c
 
 // How the work is split.
 std::uint64_t layers_on_stage(const Config&);
+bool holds_embedding(const Config&);                   // first pipeline stage (or the only one)
+bool holds_head(const Config&);                        // last pipeline stage: final norm, lm_head, logits
 std::uint64_t micro_batches_in_flight(const Config&);  // on the first pipeline stage
 double stage_params(const Config&);                    // parameters on one GPU before ZeRO/FSDP sharding
 double trainable_stage_params(const Config&);
@@ -22,6 +24,8 @@ bool trains_all_weights(const Config&);
 // Model states.
 double weights_bytes(const Config&);
 double gradients_bytes(const Config&);
+double fp32_gradient_partition_bytes(const Config&);  // DeepSpeed, during the optimizer step only
+bool gradients_allocated_up_front(const Config&);
 double master_weights_bytes(const Config&);
 double optimizer_states_bytes(const Config&);
 double optimizer_states_stage_bytes(const Config&);  // the busiest stage's, before ZeRO/FSDP sharding
@@ -47,7 +51,8 @@ double recast_layer_weight_bytes(const Config&);
 double autocast_weight_copy_bytes(const Config&);
 double optimizer_step_temporary_bytes(const Config&);
 double communication_buffer_bytes(const Config&);
-double gathered_parameter_bytes(const Config&);   // ZeRO-3/FSDP: unsharded layers being used or prefetched
+double gathered_parameter_bytes(const Config&);   // ZeRO-3/FSDP: unsharded layers, forward and backward
+double reduce_scatter_bytes(const Config&);       // FSDP: one unit's unsharded gradients, backward
 double cublas_workspace_bytes(const Config&);
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);

@@ -70,29 +70,30 @@ const std::vector<ModelPreset>& model_presets() {
     return table;
 }
 
-// Memory as the vendor's data sheet states it (GiB for HBM parts, which ship in binary sizes; GB
-// converted for GDDR parts), bandwidth in GB/s and dense (non-sparse) bf16 tensor TFLOP/s with fp32
-// accumulation; 0 TFLOP/s where the chip has no bf16 tensor cores.
+// Memory as nvidia-smi reports the board's total (MiB; rocm-smi for the MI300X): what the driver, the
+// CUDA context and PyTorch share. Bandwidth in GB/s and dense (non-sparse) bf16 tensor TFLOP/s with fp32
+// accumulation from the vendors' data sheets; 0 TFLOP/s where the chip has no bf16 tensor cores.
 const std::vector<Gpu>& gpu_catalog() {
+    constexpr double MiB = 1.0 / 1024;  // in GiB
     static const std::vector<Gpu> table = {
-        {"a100-40gb", "NVIDIA A100 40GB SXM", 40, 1555, 312},
-        {"a100-80gb", "NVIDIA A100 80GB SXM", 80, 2039, 312},
-        {"a100-40gb-pcie", "NVIDIA A100 40GB PCIe", 40, 1555, 312},
-        {"a100-80gb-pcie", "NVIDIA A100 80GB PCIe", 80, 1935, 312},
-        {"h100-80gb", "NVIDIA H100 80GB SXM", 80, 3350, 989},
-        {"h100-80gb-pcie", "NVIDIA H100 80GB PCIe", 80, 2000, 756},
-        {"h200", "NVIDIA H200 141GB SXM", 141e9 / (1 << 30), 4800, 989},
-        {"b200", "NVIDIA B200 180GB", 180e9 / (1 << 30), 8000, 2250},
-        {"l40s", "NVIDIA L40S 48GB", 48e9 / (1 << 30), 864, 362},
-        {"l4", "NVIDIA L4 24GB", 24e9 / (1 << 30), 300, 121},
-        {"a10", "NVIDIA A10 24GB", 24e9 / (1 << 30), 600, 125},
-        {"a10g", "NVIDIA A10G 24GB", 24e9 / (1 << 30), 600, 70},
-        {"rtx-3090", "NVIDIA GeForce RTX 3090 24GB", 24, 936, 35.6},
-        {"rtx-4090", "NVIDIA GeForce RTX 4090 24GB", 24, 1008, 82.6},
-        {"v100-16gb", "NVIDIA V100 16GB", 16, 900, 0},
-        {"v100-32gb", "NVIDIA V100 32GB", 32, 900, 0},
-        {"t4", "NVIDIA T4 16GB", 16e9 / (1 << 30), 320, 0},
-        {"mi300x", "AMD Instinct MI300X 192GB", 192, 5300, 1307},
+        {"a100-40gb", "NVIDIA A100 40GB SXM", 40960 * MiB, 1555, 312},
+        {"a100-80gb", "NVIDIA A100 80GB SXM", 81920 * MiB, 2039, 312},
+        {"a100-40gb-pcie", "NVIDIA A100 40GB PCIe", 40960 * MiB, 1555, 312},
+        {"a100-80gb-pcie", "NVIDIA A100 80GB PCIe", 81920 * MiB, 1935, 312},
+        {"h100-80gb", "NVIDIA H100 80GB SXM", 81559 * MiB, 3350, 989},
+        {"h100-80gb-pcie", "NVIDIA H100 80GB PCIe", 81559 * MiB, 2000, 756},
+        {"h200", "NVIDIA H200 141GB SXM", 143771 * MiB, 4800, 989},
+        {"b200", "NVIDIA B200 180GB", 183359 * MiB, 8000, 2250},
+        {"l40s", "NVIDIA L40S 48GB", 46068 * MiB, 864, 362},
+        {"l4", "NVIDIA L4 24GB", 23034 * MiB, 300, 121},
+        {"a10", "NVIDIA A10 24GB", 23028 * MiB, 600, 125},
+        {"a10g", "NVIDIA A10G 24GB", 23028 * MiB, 600, 70},
+        {"rtx-3090", "NVIDIA GeForce RTX 3090 24GB", 24576 * MiB, 936, 35.6},
+        {"rtx-4090", "NVIDIA GeForce RTX 4090 24GB", 24564 * MiB, 1008, 82.6},
+        {"v100-16gb", "NVIDIA V100 16GB", 16384 * MiB, 900, 0},
+        {"v100-32gb", "NVIDIA V100 32GB", 32768 * MiB, 900, 0},
+        {"t4", "NVIDIA T4 16GB", 15360 * MiB, 320, 0},
+        {"mi300x", "AMD Instinct MI300X 192GB", 196592 * MiB, 5300, 1307},
     };
     return table;
 }

@@ -35,7 +35,7 @@ json report_to_json(const Report& r) {
         suggestions.push_back({{"change", s.change}, {"config", s.patch}, {"total_bytes", bytes(s.total)},
                                {"fits", s.fits}, {"why", s.why}});
     const std::uint64_t total = bytes(m.total), capacity = bytes(m.capacity);
-    return {{"config", config_to_json(r.config)},
+    json out = {{"config", config_to_json(r.config)},
             {"parameters", {{"total", bytes(m.params_total)}, {"trainable", bytes(m.params_trainable)}}},
             {"per_gpu_bytes", per_gpu},
             {"peak_phase", m.phases[m.peak_phase].name},
@@ -50,6 +50,8 @@ json report_to_json(const Report& r) {
             {"max_micro_batch", r.max_micro_batch},
             {"suggestions", suggestions},
             {"warnings", r.warnings}};
+    if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
+    return out;
 }
 
 // Key names from DeepSpeed's configuration reference (deepspeed.ai/docs/config-json).

@@ -220,6 +220,7 @@ function onInput(e) {
       const obj = JSON.parse(hfText);
       if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new Error('a JSON object is expected');
       state.hf = compactHf(obj);
+      state.targets = fitTargets(state);
     } catch (err) {
       hfError = `not a JSON object: ${clip(err.message, 80)}`;
     }
@@ -228,11 +229,27 @@ function onInput(e) {
     const v = readValue(f, el);
     if (key === 'model') return selectModel(v);
     state[key] = v;
+    if (key === 'model.position' || key === 'model.mlp') state.targets = fitTargets(state);
     if (key === 'strategy') normaliseStrategy(before, v);
     if (key === 'model.heads' && state['model.kv_heads'] === before) state['model.kv_heads'] = v;
     if (key === 'strategy' || key === 'finetune' || key === 'gpu') return refresh(true);
   }
   refresh(false);
+}
+
+// GPT-2's modules are c_attn, c_proj, c_fc; other families use Llama's names (core/architecture.cpp).
+function gpt2Layout(s) {
+  if (s.model === 'hf') return !!s.hf && s.hf.model_type === 'gpt2';
+  const arch = s.model === 'custom' ? { position: s['model.position'], mlp: s['model.mlp'] } : baseArch[s.model] || {};
+  return arch.position === 'learned' && arch.mlp === 'gelu';
+}
+
+// Keeps the LoRA targets the model has, else its usual attention projections.
+function fitTargets(s) {
+  const gpt2 = gpt2Layout(s);
+  const names = gpt2 ? ['c_attn', 'c_proj', 'c_fc'] : LORA_TARGETS.filter((t) => !['c_attn', 'c_proj', 'c_fc'].includes(t));
+  const kept = String(s.targets).split(',').filter((t) => t === 'all-linear' || names.includes(t));
+  return kept.length ? kept.join(',') : gpt2 ? 'c_attn' : 'q_proj,v_proj';
 }
 
 function selectModel(v) {
@@ -242,6 +259,7 @@ function selectModel(v) {
   }
   if (v === 'hf' && !state.hf) state.hf = null;
   state.model = v;
+  state.targets = fitTargets(state);
   refresh(true);
   if (v === 'hf') $(fid('hf')).focus();
 }

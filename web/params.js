@@ -53,7 +53,7 @@ export const HF_KEYS = ['model_type', 'n_layer', 'n_embd', 'n_head', 'n_inner', 
 export const DEFAULTS = {
   model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
   optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj',
-  checkpointing: 'none', attention: 'eager', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
+  checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
   sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
   device: 'cuda', torch: '2',
 };

@@ -21,28 +21,33 @@ double model_states(const Config& c) {
 const double psi = 6738415616.0;  // Llama-2-7B
 }  // namespace
 
-TEST_CASE("mixed-precision AdamW keeps at least the ZeRO paper's 16 bytes per parameter") {
+TEST_CASE("mixed-precision AdamW keeps the ZeRO paper's 16 bytes per parameter, 20 during DeepSpeed's step") {
     // Rajbhandari et al. 2020, §3.1: 2Ψ fp16 weights + 2Ψ fp16 gradients + 12Ψ fp32 optimizer states
     // (master weights, momentum, variance). DeepSpeed also builds an fp32 gradient for the step: its
     // estimator counts 4Ψ + 16Ψ/N for ZeRO-1/2 (estimate_zero2_model_states_mem_needs).
     const Config c = parse(R"({"model":"llama-2-7b","precision":"bf16-mixed","strategy":"deepspeed"})");
-    CHECK(model_states(c) == Approx(20 * psi));
+    CHECK(model_states(c) == Approx(16 * psi));
     CHECK(weights_bytes(c) == Approx(2 * psi));
     CHECK(master_weights_bytes(c) == Approx(4 * psi));
     CHECK(optimizer_states_bytes(c) == Approx(8 * psi));
+    CHECK(fp32_gradient_partition_bytes(c) == Approx(4 * psi));
+    const MemoryEstimate m = estimate_memory(c);
+    const Terms& step = m.phases.back().terms;
+    CHECK(step.weights + step.gradients + step.optimizer_states + step.master_weights == Approx(20 * psi));
 }
 
-TEST_CASE("ZeRO stages shard as the paper's Figure 1, plus DeepSpeed's fp32 gradient partition") {
+TEST_CASE("ZeRO stages shard as the paper's Figure 1; the fp32 gradient partition shards from stage 1") {
     const double n = 8;
-    auto states = [&](int stage) {
-        return model_states(parse(R"({"model":"llama-2-7b","precision":"bf16-mixed","strategy":"deepspeed","gpus":8,"zero":)" +
-                                  std::to_string(stage) + "}"));
+    auto config = [&](int stage) {
+        return parse(R"({"model":"llama-2-7b","precision":"bf16-mixed","strategy":"deepspeed","gpus":8,"zero":)" +
+                     std::to_string(stage) + "}");
     };
-    CHECK(states(1) == Approx(4 * psi + 12 * psi / n + 4 * psi / n));   // P_os: 4Ψ + KΨ/Nd
-    CHECK(states(2) == Approx(2 * psi + 14 * psi / n + 4 * psi / n));   // P_os+g: 2Ψ + 14Ψ/Nd
-    CHECK(states(3) == Approx(16 * psi / n + 4 * psi / n));             // P_os+g+p: 16Ψ/Nd
-    // DeepSpeed's ZeRO-2 estimator for 1 GPU: 4Ψ + 16Ψ.
-    CHECK(states(0) == Approx(20 * psi));
+    CHECK(model_states(config(0)) == Approx(16 * psi));
+    CHECK(model_states(config(1)) == Approx(4 * psi + 12 * psi / n));  // P_os: 4Ψ + KΨ/Nd
+    CHECK(model_states(config(2)) == Approx(2 * psi + 14 * psi / n));  // P_os+g: 2Ψ + 14Ψ/Nd
+    CHECK(model_states(config(3)) == Approx(16 * psi / n));            // P_os+g+p: 16Ψ/Nd
+    CHECK(fp32_gradient_partition_bytes(config(0)) == Approx(4 * psi));
+    for (int stage = 1; stage <= 3; ++stage) CHECK(fp32_gradient_partition_bytes(config(stage)) == Approx(4 * psi / n));
 }
 
 TEST_CASE("Megatron-LM keeps 18 bytes per parameter, 6 + 12/DP with the distributed optimizer") {
