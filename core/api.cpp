@@ -1,5 +1,6 @@
 #include "api.hpp"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "config_json.hpp"
@@ -17,24 +18,27 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 ApiResult failure(const std::vector<FieldError>& errors) { return {false, dump(errors_to_json(errors))}; }
 
-// Reads an axis of the sweep grid: an array of positive integers, or the configuration's own value.
-bool read_axis(const json& request, const char* key, std::uint64_t fallback, std::vector<std::uint64_t>& out,
-               std::vector<FieldError>& errors) {
+// Reads an axis of the sweep grid: an array of positive integers up to `max` (the configuration's own
+// limit for that key), or the configuration's own value.
+bool read_axis(const json& request, const char* key, std::uint64_t fallback, std::uint64_t max,
+               std::vector<std::uint64_t>& out, std::vector<FieldError>& errors) {
     auto it = request.find(key);
     if (it == request.end()) {
         out = {fallback};
         return true;
     }
+    const std::string rule = "must be an array of 1 to 1000 integers from 1 to " + std::to_string(max);
     if (!it->is_array() || it->empty() || it->size() > 1000) {
-        errors.push_back({key, "must be an array of 1 to 1000 positive integers"});
+        errors.push_back({key, rule});
         return false;
     }
     for (const json& v : *it) {
-        if (!v.is_number_unsigned() || v.get<std::uint64_t>() == 0 || v.get<std::uint64_t>() > (1u << 24)) {
-            errors.push_back({key, "must hold integers from 1 to 16777216"});
+        const double d = v.is_number() ? v.get<double>() : 0;
+        if (!(d >= 1 && d <= double(max) && d == std::floor(d))) {
+            errors.push_back({key, rule + ", got " + describe_json(v)});
             return false;
         }
-        out.push_back(v.get<std::uint64_t>());
+        out.push_back(std::uint64_t(d));
     }
     return true;
 }
@@ -68,8 +72,8 @@ ApiResult sweep_json(const std::string& request_json) {
     if (!p.ok()) return failure(p.errors);
     std::vector<FieldError> errors;
     std::vector<std::uint64_t> batches, seqs;
-    read_axis(request, "micro_batch", p.config.micro_batch, batches, errors);
-    read_axis(request, "seq_len", p.config.seq_len, seqs, errors);
+    read_axis(request, "micro_batch", p.config.micro_batch, std::uint64_t(1) << 20, batches, errors);
+    read_axis(request, "seq_len", p.config.seq_len, std::uint64_t(1) << 24, seqs, errors);
     if (errors.empty() && batches.size() * seqs.size() > 10000)
         errors.push_back({"", "the grid is larger than 10000 points"});
     if (!errors.empty()) return failure(errors);

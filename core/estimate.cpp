@@ -294,7 +294,7 @@ Report make_report(const Config& c) {
         warn("pure 16-bit training: small updates can round away without fp32 master weights");
     if (a.experts > 1)
         warn("MoE activations assume perfectly balanced routing (experts_per_token of the MLP per token)");
-    if (c.strategy != Strategy::single && c.device == Device::cuda)
+    if (c.gpus > 1 && c.device == Device::cuda)
         warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
     if (c.device == Device::cpu)
         warn("device \"cpu\" models PyTorch's CPU kernels for validation: no CUDA context or allocator overhead");
