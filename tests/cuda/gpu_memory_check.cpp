@@ -64,9 +64,12 @@ int main(int argc, char** argv) {
             all_ok = false;
             continue;
         }
-        const json& pb = e["per_gpu_bytes"];
-        r["per_gpu_bytes"] = pb;
+        // Every model state is live at the optimizer step; the peak's breakdown may be an earlier moment.
+        json pb = e["per_gpu_bytes"];
         if (context_predicted.is_null() && pb.contains("cuda_context")) context_predicted = pb["cuda_context"];
+        for (const json& phase : e.value("phases", json::array()))
+            if (phase.value("name", "") == "optimizer_step") pb = phase["per_gpu_bytes"];
+        r["per_gpu_bytes"] = pb;
         std::uint64_t predicted = 0, rounded = 0;
         int buffers = 0;
         json parts = json::object();
