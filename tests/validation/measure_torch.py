@@ -149,6 +149,12 @@ CASES += [
     _case("gpt2_drop_smallV_fp32_ckpt_b4_s256", GPT2_SMALLV, micro_batch=4, seq_len=256, checkpointing="full"),
     _case("gpt2_drop_smallV_bf16mixed_b4_s256", GPT2_SMALLV, micro_batch=4, seq_len=256, precision="bf16-mixed"),
 ]
+# gradient accumulation: the first micro-batch's gradients stay through the second's forward and backward
+CASES += [
+    _case("llama_gqa_fp32_adamw_ga2", LLAMA_GQA, grad_accum=2),
+    _case("gpt2_drop_bf16mixed_ga2", GPT2_DROP, precision="bf16-mixed", grad_accum=2),
+    _case("llama_gqa_smallV_fp32_ga2_b4_s256", LLAMA_SMALLV, micro_batch=4, seq_len=256, grad_accum=2),
+]
 # micro-batch sweep (seq 128) and sequence sweep (batch 2) on llama_gqa fp32 adamw
 for _b in (1, 2, 4, 8):
     CASES.append(_case("sweep_llama_gqa_fp32_b%d_s128" % _b, LLAMA_GQA, micro_batch=_b))
@@ -701,12 +707,18 @@ def run_cpu(case, steps=3, trace=False):
                                    if isinstance(t, torch.Tensor)}
             hooks = (torch.autograd.graph.saved_tensors_hooks(_pack(saved), lambda x: x)
                      if (trace and last) else contextlib.nullcontext())
+            accum = cfg.get("grad_accum", 1)
             with record_function("step%d" % i):
-                with record_function("phase:forward"):
-                    with autocast_ctx(cfg, "cpu"), hooks:
-                        loss = model(*batch)
-                with record_function("phase:backward"):
-                    loss.backward()
+                for m in range(accum):  # gradient accumulation: the loss scaled as HF Trainer does
+                    with record_function("phase:forward"):
+                        with autocast_ctx(cfg, "cpu"), hooks:
+                            loss = model(*batch)
+                            if accum > 1:
+                                loss = loss / accum
+                    with record_function("phase:backward"):
+                        loss.backward()
+                    if m < accum - 1:
+                        del loss
                 with record_function("phase:optimizer"):
                     opt.step()
             if last:  # the loss scalar is still referenced at the end of the step
