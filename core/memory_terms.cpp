@@ -95,9 +95,11 @@ std::uint64_t micro_batches_in_flight(const Config& c) {
 
 // Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
 double stage_params(const Config& c) {
-    double n = 0;
-    for (const Tensor& t : stage_tensors(c, parameter_tensors(c.model))) n += double(t.numel()) * double(t.count);
-    return n;
+    const Architecture& a = c.model;
+    double n = double(layers_on_stage(c)) * double(layer_params(a));
+    if (holds_embedding(c)) n += double(embedding_params(a));
+    if (holds_head(c)) n += double(norm_params(a) + lm_head_params(a));
+    return n / double(c.tp);
 }
 
 bool trains_all_weights(const Config& c) { return c.finetune.method == FinetuneMethod::full; }
@@ -159,26 +161,24 @@ double master_weights_bytes(const Config& c) {
 
 double optimizer_states_stage_bytes(const Config& c) {
     const double sb = state_element_bytes(c);
+    // Element-wise states need no tensor list (estimates run in a loop: keep them allocation-free).
+    switch (c.optimizer) {
+        case Optimizer::adamw: return 2 * trainable_stage_params(c) * sb;  // exp_avg, exp_avg_sq
+        case Optimizer::lion:                                              // Chen et al. 2023: one momentum
+        case Optimizer::sgd_momentum: return trainable_stage_params(c) * sb;  // momentum_buffer
+        case Optimizer::sgd: return 0;
+        case Optimizer::adamw_8bit:
+        case Optimizer::adafactor: break;
+    }
     double bytes = 0;
     for (const Tensor& t : trainable_tensors(c)) {
         const double n = double(t.numel()), k = double(t.count);
-        switch (c.optimizer) {
-            case Optimizer::adamw: bytes += k * 2 * n * sb; break;  // exp_avg, exp_avg_sq
-            case Optimizer::adamw_8bit:
-                // bitsandbytes: 8-bit states with an fp32 absmax per 256-element block; tensors under
-                // 4096 elements keep fp32 states (optim/optimizer.py, min_8bit_size).
-                bytes += k * (n < 4096 ? 2 * n * 4 : 2 * (n + 4 * std::ceil(n / 256)));
-                break;
-            case Optimizer::adafactor:
-                // Shazeer & Stern 2018: factored second moment, a row and a column vector per matrix.
-                bytes += k * (t.cols > 1 ? double(t.rows + t.cols) : n) * sb;
-                break;
-            case Optimizer::lion:          // Chen et al. 2023: one momentum
-            case Optimizer::sgd_momentum:  // momentum_buffer
-                bytes += k * n * sb;
-                break;
-            case Optimizer::sgd: break;
-        }
+        if (c.optimizer == Optimizer::adamw_8bit)
+            // bitsandbytes: 8-bit states with an fp32 absmax per 256-element block; tensors under
+            // 4096 elements keep fp32 states (optim/optimizer.py, min_8bit_size).
+            bytes += k * (n < 4096 ? 2 * n * 4 : 2 * (n + 4 * std::ceil(n / 256)));
+        else  // Shazeer & Stern 2018 (Adafactor): factored second moment, a row and a column vector per matrix
+            bytes += k * (t.cols > 1 ? double(t.rows + t.cols) : n) * sb;
     }
     return bytes;
 }
@@ -473,19 +473,19 @@ double optimizer_step_temporary_bytes(const Config& c) {
     const bool flat = c.strategy == Strategy::fsdp;  // FSDP steps one flat parameter per unit
     double shard = optimizer_states_bytes(c) > 0 ? trainable_stage_params(c) : 0;
     if (deepspeed(c, 1) || fsdp(c, 2)) shard /= dp(c);
-    const double largest = flat ? double(layer_params(c.model)) / (c.zero >= 2 ? dp(c) : 1) : largest_trainable_tensor(c);
+    auto largest = [&] { return flat ? double(layer_params(c.model)) / (c.zero >= 2 ? dp(c) : 1) : largest_trainable_tensor(c); };
     switch (c.optimizer) {
         case Optimizer::adamw:
             if (c.optimizer_impl == OptimizerImpl::fused) return 0;
             if (c.optimizer_impl == OptimizerImpl::single_tensor) {
                 // denom = (sqrt(v) / bc2).add_(eps): sqrt and quotient live together, while the previous
                 // parameter's denom has not been freed yet (_single_tensor_adamw in torch/optim/adamw.py).
-                return (flat ? 2 * largest : single_tensor_step_elements(c)) * sb;
+                return (flat ? 2 * largest() : single_tensor_step_elements(c)) * sb;
             }
             // _multi_tensor_adamw: 1.13 keeps sqrt(v) and sqrt(v)+eps as two lists; 2.x adds eps in place.
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
-        case Optimizer::lion: return 2 * largest * sb;        // exp_avg.clone() and the interpolation
-        case Optimizer::adafactor: return 3 * largest * 4;    // grad^2, the row/col approximation, update
+        case Optimizer::lion: return 2 * largest() * sb;      // exp_avg.clone() and the interpolation
+        case Optimizer::adafactor: return 3 * largest() * 4;  // grad^2, the row/col approximation, update
         case Optimizer::adamw_8bit:                           // fused blockwise kernel
         case Optimizer::sgd:
         case Optimizer::sgd_momentum: return 0;
