@@ -21,9 +21,11 @@ bool gpt2_family(const Config& c) { return gpt2_layout(c.model); }
 // Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
 double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 
-// The tensors of `all` that the estimated pipeline stage holds, each split tp ways. Tensors outside the
-// layers come first (embeddings) or last (final norm, lm_head) in parameter_tensors' module order.
-std::vector<Tensor> stage_tensors(const Config& c, const std::vector<Tensor>& all) {
+// The trainable tensors of the estimated pipeline stage, each split tp ways. Tensors outside the layers
+// come first (embeddings) or last (final norm, lm_head) in parameter_tensors' module order.
+std::vector<Tensor> trainable_tensors(const Config& c) {
+    const std::vector<Tensor> all = trains_all_weights(c) ? parameter_tensors(c.model)
+                                                          : lora_tensors(c.model, c.finetune.rank, c.finetune.targets);
     std::vector<Tensor> stage;
     bool after_layers = false;
     for (Tensor t : all) {
@@ -37,11 +39,6 @@ std::vector<Tensor> stage_tensors(const Config& c, const std::vector<Tensor>& al
         stage.push_back(t);
     }
     return stage;
-}
-
-std::vector<Tensor> trainable_tensors(const Config& c) {
-    return stage_tensors(c, !trains_all_weights(c) ? lora_tensors(c.model, c.finetune.rank, c.finetune.targets)
-                                         : parameter_tensors(c.model));
 }
 
 // PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
@@ -445,19 +442,19 @@ namespace {
 // The largest n[i-1] + 2 n[i] over the trainable tensors in the order optimizer.step() walks them: one
 // layer's tensors stand for all (the pattern repeats), plus the step from one layer into the next.
 double single_tensor_step_elements(const Config& c) {
-    std::vector<double> order, layer;
-    bool layer_done = false;
+    std::vector<double> before, layer, after;
     for (const Tensor& t : trainable_tensors(c)) {
-        if (t.in_layers) {
-            const std::uint64_t per_layer = t.count / layers_on_stage(c);
-            for (std::uint64_t k = 0; k < std::min<std::uint64_t>(per_layer, 2); ++k) layer.push_back(double(t.numel()));
+        if (!t.in_layers) {
+            (layer.empty() ? before : after).push_back(double(t.numel()));
             continue;
         }
-        if (!layer.empty() && !layer_done) order.insert(order.end(), layer.begin(), layer.end()), order.push_back(layer[0]);
-        layer_done = !layer.empty();
-        order.push_back(double(t.numel()));
+        const std::uint64_t per_layer = t.count / layers_on_stage(c);  // experts repeat within a layer
+        for (std::uint64_t k = 0; k < std::min<std::uint64_t>(per_layer, 2); ++k) layer.push_back(double(t.numel()));
     }
-    if (!layer_done) order.insert(order.end(), layer.begin(), layer.end());
+    std::vector<double> order = before;
+    order.insert(order.end(), layer.begin(), layer.end());
+    if (!layer.empty() && layers_on_stage(c) > 1) order.push_back(layer.front());  // into the next layer
+    order.insert(order.end(), after.begin(), after.end());
     double worst = 0;
     for (std::size_t i = 0; i < order.size(); ++i) worst = std::max(worst, (i ? order[i - 1] : 0) + 2 * order[i]);
     return worst;
