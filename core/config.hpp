@@ -60,6 +60,7 @@ struct Config {
     Device device = Device::cuda;
     TorchVersion torch = TorchVersion::v2;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both
+    std::vector<std::string> notes;  // assumptions made reading the model (reported as warnings)
 };
 
 // Names as they appear in the JSON configuration.

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "hf_config.hpp"
+#include "json_reader.hpp"
 #include "json_text.hpp"
+#include "model_catalog.hpp"
 #include "presets.hpp"
 
 namespace vramcalc {
@@ -12,38 +15,6 @@ namespace vramcalc {
 using nlohmann::json;
 
 namespace {
-
-// Bounds that keep every product of sizes exact in 64 bits and every byte count exact in a double.
-constexpr std::uint64_t kMaxLayers = 100000;
-constexpr std::uint64_t kMaxWidth = std::uint64_t(1) << 20;   // hidden, ffn, heads, head_dim
-constexpr std::uint64_t kMaxVocab = std::uint64_t(1) << 24;
-constexpr std::uint64_t kMaxTokens = std::uint64_t(1) << 24;  // seq_len, max_positions
-constexpr std::uint64_t kMaxBatch = std::uint64_t(1) << 20;
-constexpr std::uint64_t kMaxGpus = std::uint64_t(1) << 20;
-
-std::string show(const json& v) { return describe_json(v); }
-
-// A user's key as it can be echoed safely: JSON-escaped, invalid UTF-8 replaced, at most 60 characters.
-std::string printable_key(const std::string& key) {
-    std::string s = json(key).dump(-1, ' ', false, json::error_handler_t::replace);
-    s = s.substr(1, s.size() - 2);
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
-
-template <class E, std::size_t N>
-struct Names {
-    std::pair<E, const char*> items[N];
-    const char* name(E e) const {
-        for (auto& [k, v] : items)
-            if (k == e) return v;
-        return "?";
-    }
-    std::string list() const {
-        std::string s;
-        for (auto& [k, v] : items) s += (s.empty() ? "" : ", ") + std::string("\"") + v + "\"";
-        return s;
-    }
-};
 
 const Names<Precision, 5> kPrecision{{{Precision::fp32_true, "32-true"},
                                       {Precision::bf16_mixed, "bf16-mixed"},
@@ -75,221 +46,128 @@ const Names<Device, 2> kDevice{{{Device::cuda, "cuda"}, {Device::cpu, "cpu"}}};
 const Names<TorchVersion, 2> kTorch{{{TorchVersion::v2, "2"}, {TorchVersion::v1_13, "1.13"}}};
 const Names<Mlp, 3> kMlp{{{Mlp::swiglu, "swiglu"}, {Mlp::geglu, "geglu"}, {Mlp::gelu, "gelu"}}};
 const Names<Norm, 2> kNorm{{{Norm::rmsnorm, "rmsnorm"}, {Norm::layernorm, "layernorm"}}};
-const Names<Position, 2> kPosition{{{Position::rope, "rope"}, {Position::learned, "learned"}}};
+const Names<Position, 4> kPosition{
+    {{Position::rope, "rope"}, {Position::learned, "learned"}, {Position::alibi, "alibi"}, {Position::none, "none"}}};
+const Names<QkNorm, 3> kQkNorm{{{QkNorm::none, "none"}, {QkNorm::per_head, "per_head"}, {QkNorm::full, "full"}}};
 
-// Reads the fields of one JSON object, recording every problem instead of stopping at the first.
-class Reader {
-public:
-    Reader(const json& obj, std::string prefix, std::vector<FieldError>& errors)
-        : obj_(obj), prefix_(std::move(prefix)), errors_(errors) {}
-
-    void fail(const std::string& key, const std::string& message) { errors_.push_back({prefix_ + key, message}); }
-
-    const json* find(const std::string& key) {
-        seen_.push_back(key);
-        auto it = obj_.find(key);
-        return it == obj_.end() ? nullptr : &*it;
-    }
-
-    bool has(const std::string& key) { return obj_.contains(key); }
-
-    void integer(const std::string& key, std::uint64_t& out, std::uint64_t lo, std::uint64_t hi) {
-        const json* v = find(key);
-        if (!v) return;
-        double d = v->is_number() ? v->get<double>() : NAN;
-        if (!v->is_number() || v->is_boolean() || !std::isfinite(d) || d != std::floor(d)) {
-            fail(key, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " +
-                          show(*v));
-        } else if (d < double(lo) || d > double(hi)) {
-            fail(key, "must be from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got " + show(*v));
-        } else {
-            out = v->is_number_unsigned() ? v->get<std::uint64_t>()
-                  : v->is_number_integer() ? std::uint64_t(v->get<std::int64_t>())
-                                           : std::uint64_t(d);
-        }
-    }
-
-    void number(const std::string& key, double& out, double lo, double hi, bool hi_open) {
-        const json* v = find(key);
-        if (!v) return;
-        if (!v->is_number()) return fail(key, "must be a number, got " + show(*v));
-        double d = v->get<double>();
-        if (!(d >= lo && (hi_open ? d < hi : d <= hi)))
-            return fail(key, "must be in [" + fmt(lo) + ", " + fmt(hi) + (hi_open ? ")" : "]") + ", got " + show(*v));
-        out = d;
-    }
-
-    void boolean(const std::string& key, bool& out) {
-        const json* v = find(key);
-        if (!v) return;
-        if (!v->is_boolean()) return fail(key, "must be true or false, got " + show(*v));
-        out = v->get<bool>();
-    }
-
-    template <class E, std::size_t N>
-    void choice(const std::string& key, E& out, const Names<E, N>& names) {
-        const json* v = find(key);
-        if (!v) return;
-        if (v->is_string())
-            for (auto& [e, name] : names.items)
-                if (v->get_ref<const std::string&>() == name) {
-                    out = e;
-                    return;
-                }
-        fail(key, "must be one of " + names.list() + ", got " + show(*v));
-    }
-
-    // Keys present in the object that no read asked for.
-    void reject_unknown(const std::string& allowed) {
-        for (auto it = obj_.begin(); it != obj_.end(); ++it)
-            if (std::find(seen_.begin(), seen_.end(), it.key()) == seen_.end())
-                fail(printable_key(it.key()), "unknown key; allowed keys: " + allowed);
-    }
-
-private:
-    static std::string fmt(double d) {
-        std::string s = std::to_string(d);
-        s.erase(s.find_last_not_of('0') + 1);
-        if (s.back() == '.') s.pop_back();
-        return s;
-    }
-    const json& obj_;
-    std::string prefix_;
-    std::vector<FieldError>& errors_;
-    std::vector<std::string> seen_;
+// The explicit architecture's keys, read and written from one table. Required keys first.
+struct IntField { const char* key; std::uint64_t Architecture::*member; std::uint64_t lo, hi; };
+struct BoolField { const char* key; bool Architecture::*member; };
+struct RealField { const char* key; double Architecture::*member; double lo, hi; bool hi_open; };
+const IntField kIntFields[] = {
+    {"layers", &Architecture::layers, 1, kMaxLayers},     {"hidden", &Architecture::hidden, 1, kMaxWidth},
+    {"heads", &Architecture::heads, 1, kMaxWidth},        {"ffn", &Architecture::ffn, 1, kMaxWidth * 4},
+    {"vocab", &Architecture::vocab, 1, kMaxVocab},        {"kv_heads", &Architecture::kv_heads, 1, kMaxWidth},
+    {"head_dim", &Architecture::head_dim, 1, kMaxWidth},  {"max_positions", &Architecture::max_positions, 1, kMaxTokens},
+    {"norms_per_layer", &Architecture::norms_per_layer, 1, 4},
+    {"position_offset", &Architecture::position_offset, 0, 1024},
+    {"embed_dim", &Architecture::embed_dim, 1, kMaxWidth},
+    {"sliding_window", &Architecture::sliding_window, 1, kMaxTokens},
+    {"sliding_layers", &Architecture::sliding_layers, 0, kMaxLayers},
+    {"q_lora_rank", &Architecture::q_lora_rank, 1, kMaxWidth}, {"kv_lora_rank", &Architecture::kv_lora_rank, 1, kMaxWidth},
+    {"qk_nope_dim", &Architecture::qk_nope_dim, 1, kMaxWidth}, {"qk_rope_dim", &Architecture::qk_rope_dim, 1, kMaxWidth},
+    {"v_head_dim", &Architecture::v_head_dim, 1, kMaxWidth},
+    {"experts", &Architecture::experts, 1, 4096},         {"experts_per_token", &Architecture::experts_per_token, 1, 4096},
+    {"moe_ffn", &Architecture::moe_ffn, 1, kMaxWidth * 4}, {"shared_experts", &Architecture::shared_experts, 0, 1024},
+    {"shared_ffn", &Architecture::shared_ffn, 1, kMaxWidth * 4}, {"dense_layers", &Architecture::dense_layers, 0, kMaxLayers},
+};
+constexpr std::size_t kRequired = 5;
+const BoolField kBoolFields[] = {
+    {"tied_embeddings", &Architecture::tied_embeddings}, {"attention_bias", &Architecture::attention_bias},
+    {"qkv_bias", &Architecture::qkv_bias},               {"mlp_bias", &Architecture::mlp_bias},
+    {"lm_head_bias", &Architecture::lm_head_bias},       {"norm_weight", &Architecture::norm_weight},
+    {"norm_bias", &Architecture::norm_bias},             {"parallel_block", &Architecture::parallel_block},
+    {"embedding_norm", &Architecture::embedding_norm},   {"attention_sinks", &Architecture::attention_sinks},
+    {"scaled_logits", &Architecture::scaled_logits},     {"shared_expert_gate", &Architecture::shared_expert_gate},
+    {"router_bias", &Architecture::router_bias},         {"expert_bias", &Architecture::expert_bias},
+    {"router_logits_kept", &Architecture::router_logits_kept},
+};
+const RealField kRealFields[] = {
+    {"residual_dropout", &Architecture::residual_dropout, 0, 1, true},
+    {"attention_dropout", &Architecture::attention_dropout, 0, 1, true},
+    {"embedding_dropout", &Architecture::embedding_dropout, 0, 1, true},
+    {"activation_dropout", &Architecture::activation_dropout, 0, 1, true},
+    {"attn_softcap", &Architecture::attn_softcap, 0, 1e6, false},
+    {"final_softcap", &Architecture::final_softcap, 0, 1e6, false},
+    {"routing_imbalance", &Architecture::routing_imbalance, 1, 4096, false},
 };
 
-std::string key_list(std::initializer_list<const char*> keys) {
+std::string explicit_keys() {
+    std::string s = "family, mlp, activation, norm, position, qk_norm, bias, dropout";
+    for (const IntField& f : kIntFields) s += std::string(", ") + f.key;
+    for (const BoolField& f : kBoolFields) s += std::string(", ") + f.key;
+    for (const RealField& f : kRealFields) s += std::string(", ") + f.key;
+    return s;
+}
+
+std::string module_families() {
     std::string s;
-    for (const char* k : keys) s += (s.empty() ? "" : ", ") + std::string(k);
+    for (const char* f : {"llama", "gpt2", "gpt_neox", "phi", "phi3", "starcoder2", "gptj", "falcon", "bloom", "opt",
+                          "mpt", "internlm2", "exaone", "deepseek_v2", "deepseek_v3"})
+        s += (s.empty() ? "\"" : ", \"") + std::string(f) + "\"";
     return s;
 }
 
 void read_explicit_architecture(const json& obj, Architecture& a, std::vector<FieldError>& errors) {
     Reader r(obj, "model.", errors);
-    for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"})
-        if (!r.has(k)) r.fail(k, "is required in an explicit architecture");
+    for (std::size_t i = 0; i < kRequired; ++i)
+        if (!r.has(kIntFields[i].key)) r.fail(kIntFields[i].key, "is required in an explicit architecture");
     a = Architecture{};
     a.id = "custom";
-    r.integer("layers", a.layers, 1, kMaxLayers);
-    r.integer("hidden", a.hidden, 1, kMaxWidth);
     r.integer("heads", a.heads, 1, kMaxWidth);
     a.kv_heads = a.heads;
-    r.integer("kv_heads", a.kv_heads, 1, kMaxWidth);
-    r.integer("head_dim", a.head_dim, 1, kMaxWidth);
-    r.integer("ffn", a.ffn, 1, kMaxWidth * 4);
-    r.integer("vocab", a.vocab, 1, kMaxVocab);
-    r.choice("mlp", a.mlp, kMlp);
-    r.choice("norm", a.norm, kNorm);
-    r.boolean("bias", a.bias);
-    r.boolean("tied_embeddings", a.tied_embeddings);
-    r.choice("position", a.position, kPosition);
-    r.integer("max_positions", a.max_positions, 1, kMaxTokens);
-    r.number("dropout", a.dropout, 0.0, 1.0, true);
-    r.integer("experts", a.experts, 1, 1024);
-    r.integer("experts_per_token", a.experts_per_token, 1, 1024);
-    r.boolean("qkv_bias", a.qkv_bias);
-    r.boolean("lm_head_bias", a.lm_head_bias);
-    r.integer("norms_per_layer", a.norms_per_layer, 1, 2);
-    r.reject_unknown(key_list({"layers", "hidden", "heads", "kv_heads", "head_dim", "ffn", "vocab", "mlp", "norm",
-                               "bias", "tied_embeddings", "position", "max_positions", "dropout", "experts",
-                               "experts_per_token", "qkv_bias", "lm_head_bias", "norms_per_layer"}));
-}
-
-// Hugging Face config.json → Architecture, following each family's *Config class defaults.
-void read_hf_config(const json& hf, Architecture& a, std::vector<FieldError>& errors) {
-    const std::string p = "model.hf_config.";
-    if (!hf.is_object()) return errors.push_back({"model.hf_config", "must be a config.json object"});
-    auto mt = hf.find("model_type");
-    const std::string type = (mt != hf.end() && mt->is_string()) ? mt->get<std::string>() : "";
-    const std::vector<std::string> llama_like{"llama", "mistral", "mixtral", "qwen2", "gemma", "phi3"};
-    const bool is_llama = std::find(llama_like.begin(), llama_like.end(), type) != llama_like.end();
-    if (!is_llama && type != "gpt2" && type != "gpt_neox" && type != "phi")
-        return errors.push_back({p + "model_type", "must be one of \"llama\", \"mistral\", \"mixtral\", \"qwen2\", "
-                                                   "\"gemma\", \"phi3\", \"gpt2\", \"gpt_neox\", \"phi\", got " +
-                                                       (mt == hf.end() ? std::string("nothing") : show(*mt))});
-    a = Architecture{};
-    a.id = "custom";
-    std::vector<FieldError> local;
-    auto get = [&](const char* key, std::uint64_t& out, std::uint64_t hi, bool required) {
-        auto it = hf.find(key);
-        if (it == hf.end() || it->is_null()) {
-            if (required) local.push_back({p + key, "is required for model_type \"" + type + "\""});
-            return;
-        }
-        Reader r(hf, p, local);
-        r.integer(key, out, 1, hi);
-    };
-    auto flag = [&](const char* key, bool& out) {
-        auto it = hf.find(key);
-        if (it == hf.end() || it->is_null()) return;
-        Reader r(hf, p, local);
-        r.boolean(key, out);
-    };
-    auto real = [&](const char* key, double& out) {  // dropout probabilities
-        auto it = hf.find(key);
-        if (it == hf.end() || it->is_null()) return;
-        Reader r(hf, p, local);
-        r.number(key, out, 0.0, 1.0, true);
-    };
-    if (type == "gpt2") {
-        a.mlp = Mlp::gelu, a.norm = Norm::layernorm, a.bias = true, a.position = Position::learned;
-        a.tied_embeddings = true, a.dropout = 0.1, a.max_positions = 1024;
-        get("n_layer", a.layers, kMaxLayers, true);
-        get("n_embd", a.hidden, kMaxWidth, true);
-        get("n_head", a.heads, kMaxWidth, true);
-        a.kv_heads = a.heads, a.ffn = 4 * a.hidden;
-        get("n_inner", a.ffn, kMaxWidth * 4, false);
-        get("vocab_size", a.vocab, kMaxVocab, true);
-        get("n_positions", a.max_positions, kMaxTokens, false);
-        real("resid_pdrop", a.dropout);
-    } else {
-        get("num_hidden_layers", a.layers, kMaxLayers, true);
-        get("hidden_size", a.hidden, kMaxWidth, true);
-        get("num_attention_heads", a.heads, kMaxWidth, true);
-        a.kv_heads = a.heads;
-        get("num_key_value_heads", a.kv_heads, kMaxWidth, false);
-        get("head_dim", a.head_dim, kMaxWidth, false);
-        get("intermediate_size", a.ffn, kMaxWidth * 4, true);
-        get("vocab_size", a.vocab, kMaxVocab, true);
-        get("max_position_embeddings", a.max_positions, kMaxTokens, false);
-        if (type == "gpt_neox" || type == "phi") {
-            a.mlp = Mlp::gelu, a.norm = Norm::layernorm, a.bias = true;
-            flag("attention_bias", a.bias);
-            if (type == "phi") a.norms_per_layer = 1, a.lm_head_bias = true;
-            real("hidden_dropout", a.dropout);
-            real("resid_pdrop", a.dropout);
-        } else {
-            a.mlp = type == "gemma" ? Mlp::geglu : Mlp::swiglu;
-            a.tied_embeddings = type == "gemma";
-            a.qkv_bias = type == "qwen2";
-            flag("attention_bias", a.qkv_bias);
-            if (type == "mixtral") {
-                a.experts = 8, a.experts_per_token = 2;
-                get("num_local_experts", a.experts, 1024, false);
-                get("num_experts_per_tok", a.experts_per_token, 1024, false);
-            }
-            // attention_dropout is left out: `dropout` also means residual dropout, which Llama has not.
-        }
-        flag("tie_word_embeddings", a.tied_embeddings);
+    for (const IntField& f : kIntFields) r.integer(f.key, a.*f.member, f.lo, f.hi);
+    if (const json* v = r.find("family")) {
+        const std::string s = v->is_string() ? v->get<std::string>() : "";
+        if (module_families().find("\"" + s + "\"") == std::string::npos || s.empty())
+            r.fail("family", "must be one of " + module_families() + " (module names and attention code), got " + show(*v));
+        else
+            a.family = s;
     }
-    errors.insert(errors.end(), local.begin(), local.end());
+    r.choice("mlp", a.mlp, kMlp);
+    a.activation = a.mlp == Mlp::swiglu ? Activation::silu : a.mlp == Mlp::geglu ? Activation::gelu_tanh : Activation::gelu;
+    if (const json* v = r.find("activation")) {
+        const ActivationCost* c = v->is_string() ? find_activation(v->get<std::string>()) : nullptr;
+        if (c) a.activation = c->id;
+        else r.fail("activation", "must be one of " + activation_names() + ", got " + show(*v));
+    }
+    r.choice("norm", a.norm, kNorm);
+    r.choice("position", a.position, kPosition);
+    r.choice("qk_norm", a.qk_norm, kQkNorm);
+    bool bias = false;
+    if (r.has("bias")) {
+        r.boolean("bias", bias);
+        a.attention_bias = a.mlp_bias = bias;
+    }
+    double dropout = 0;
+    if (r.has("dropout")) {
+        r.number("dropout", dropout, 0.0, 1.0, true);
+        a.set_dropout(dropout);
+    }
+    for (const BoolField& f : kBoolFields) r.boolean(f.key, a.*f.member);
+    for (const RealField& f : kRealFields) r.number(f.key, a.*f.member, f.lo, f.hi, f.hi_open);
+    r.reject_unknown(explicit_keys());
 }
 
 void read_model(const json* v, Config& c, std::vector<FieldError>& errors) {
     if (!v) return;
     if (v->is_string()) {
-        const ModelPreset* p = find_model_preset(v->get<std::string>());
-        if (p) {
+        const std::string id = v->get<std::string>();
+        if (const ModelPreset* p = find_model_preset(id)) {
             c.model = p->arch;
+        } else if (const CatalogModel* m = find_catalog_model(id)) {
+            read_hf_config(json::parse(m->config), c.model, "model.", errors, c.notes);
+            c.model.id = m->id;
         } else {
             std::string ids;
             for (const ModelPreset& m : model_presets()) ids += (ids.empty() ? "" : ", ") + m.arch.id;
-            errors.push_back({"model", "unknown preset " + show(*v) + "; presets: " + ids});
+            errors.push_back({"model", "unknown model " + show(*v) + "; presets: " + ids + ", or one of the " +
+                                           std::to_string(model_catalog().size()) +
+                                           " Hugging Face ids of the catalog (vramcalc presets), or {\"hf_config\": {...}}"});
         }
     } else if (v->is_object() && v->contains("hf_config")) {
         if (v->size() != 1) errors.push_back({"model", "an hf_config object takes no other keys"});
-        read_hf_config((*v)["hf_config"], c.model, errors);
+        read_hf_config((*v)["hf_config"], c.model, "model.hf_config.", errors, c.notes);
     } else if (v->is_object()) {
         read_explicit_architecture(*v, c.model, errors);
     } else {
@@ -373,17 +251,25 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         err("model.experts_per_token", "must not exceed experts (" + std::to_string(a.experts) + ")");
     if (a.position == Position::learned && c.seq_len > a.max_positions)
         err("seq_len", "exceeds the model's learned positions (max_positions " + std::to_string(a.max_positions) + ")");
+    if (is_mla(a) && (a.qk_nope_dim == 0 || a.qk_rope_dim == 0 || a.v_head_dim == 0))
+        err("model.kv_lora_rank", "multi-head latent attention needs qk_nope_dim, qk_rope_dim and v_head_dim");
+    if (is_moe(a) && a.dense_layers >= a.layers)
+        err("model.dense_layers", "must be fewer than the layers (" + std::to_string(a.layers) + ") in an MoE model");
+    if (a.sliding_layers > a.layers) err("model.sliding_layers", "must not exceed the layers");
     // Sizes whose parameter count or byte counts would leave exact 64-bit arithmetic.
-    const double width = double(a.heads) * double(head_dim(a));
-    const double params = double(a.vocab) * a.hidden * 2 + double(a.max_positions) * a.hidden +
-                          double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * a.ffn * a.experts);
+    const double width = double(a.heads) * double(std::max(head_dim(a), a.qk_nope_dim + a.qk_rope_dim + a.v_head_dim)) +
+                         double(a.kv_lora_rank + a.q_lora_rank);
+    const double mlp_width = double(a.ffn) + double(expert_ffn(a)) * double(a.experts) + double(shared_width(a));
+    const double params = double(a.vocab) * double(embedding_width(a)) * 2 + double(a.max_positions) * a.hidden +
+                          double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * mlp_width);
     if (params > 1e15) err("model", "is absurdly large (over 10^15 parameters)");
     if (c.finetune.method != FinetuneMethod::full &&
-        double(c.finetune.rank) * double(a.layers) * (double(a.hidden) + width + double(a.ffn)) * 8 * double(a.experts) > 1e15)
+        double(c.finetune.rank) * double(a.layers) * (double(a.hidden) + width + mlp_width) * 8 > 1e15)
         err("finetune.rank", "gives absurdly many adapter parameters (over 10^15)");
     const double tokens = double(c.micro_batch) * double(c.seq_len);
     const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
-                             64.0 * (a.hidden + width) + 8.0 * a.ffn * a.experts_per_token);
+                             64.0 * (a.hidden + width) + 8.0 * (double(a.ffn) + double(expert_ffn(a)) * double(a.experts_per_token) +
+                             double(shared_width(a)) + double(a.experts)));
     if (tokens * per_token > 1e17)
         err("micro_batch", "micro_batch x seq_len is absurdly large for this model (activations over 10^17 bytes)");
     const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
@@ -502,15 +388,38 @@ ParsedConfig parse_config(const std::string& text) {
 }
 
 json architecture_to_json(const Architecture& a) {
-    json j = {{"layers", a.layers},   {"hidden", a.hidden}, {"heads", a.heads},   {"kv_heads", a.kv_heads},
-              {"ffn", a.ffn},         {"vocab", a.vocab},   {"mlp", kMlp.name(a.mlp)}, {"norm", kNorm.name(a.norm)},
-              {"bias", a.bias},       {"tied_embeddings", a.tied_embeddings},
-              {"position", kPosition.name(a.position)}, {"max_positions", a.max_positions},
-              {"dropout", a.dropout}, {"experts", a.experts}, {"experts_per_token", a.experts_per_token}};
-    if (a.head_dim) j["head_dim"] = a.head_dim;
-    if (a.qkv_bias) j["qkv_bias"] = true;
-    if (a.lm_head_bias) j["lm_head_bias"] = true;
-    if (a.norms_per_layer != 2) j["norms_per_layer"] = a.norms_per_layer;
+    // The keys the explicit form always shows, then every other field that differs from its default.
+    const Architecture d;
+    json j = {{"layers", a.layers},
+              {"hidden", a.hidden},
+              {"heads", a.heads},
+              {"kv_heads", a.kv_heads},
+              {"ffn", a.ffn},
+              {"vocab", a.vocab},
+              {"family", a.family},
+              {"mlp", kMlp.name(a.mlp)},
+              {"activation", activation_cost(a.activation).name},
+              {"norm", kNorm.name(a.norm)},
+              {"tied_embeddings", a.tied_embeddings},
+              {"position", kPosition.name(a.position)},
+              {"max_positions", a.max_positions},
+              {"experts", a.experts},
+              {"experts_per_token", a.experts_per_token}};
+    if (a.attention_bias == a.mlp_bias) j["bias"] = a.attention_bias;
+    if (a.residual_dropout == a.attention_dropout && a.attention_dropout == a.embedding_dropout)
+        j["dropout"] = a.residual_dropout;
+    if (a.qk_norm != d.qk_norm) j["qk_norm"] = kQkNorm.name(a.qk_norm);
+    for (const IntField& f : kIntFields)
+        if (!j.contains(f.key) && a.*f.member != d.*f.member) j[f.key] = a.*f.member;
+    for (const BoolField& f : kBoolFields)
+        if (!j.contains(f.key) && a.*f.member != d.*f.member &&
+            !(j.contains("bias") && (std::string(f.key) == "attention_bias" || std::string(f.key) == "mlp_bias")))
+            j[f.key] = a.*f.member;
+    for (const RealField& f : kRealFields) {
+        const bool in_dropout = j.contains("dropout") && std::string(f.key) != "activation_dropout" &&
+                                std::string(f.key).find("dropout") != std::string::npos;
+        if (!in_dropout && a.*f.member != d.*f.member) j[f.key] = a.*f.member;
+    }
     return j;
 }
 

@@ -11,6 +11,11 @@ namespace vramcalc {
 
 namespace {
 
+// The first weight gradient backward produces in a layer: down_proj's (all experts' at once in an MoE layer).
+double down_projection_params(const Architecture& a) {
+    return double(a.hidden) * (is_moe(a) ? double(a.experts) * double(expert_ffn(a)) : double(a.ffn));
+}
+
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // Fixed for the whole step: model states and buffers that live from setup to the end.
@@ -62,7 +67,7 @@ std::vector<Phase> stage_phases(const Config& c) {
     mlp_backward.activations = loss.activations - final_norm_activation_bytes(c) + recomputed +
                                layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
     mlp_backward.gradients =
-        std::max(carried_grads, head_grads + grad_per_param * double(c.model.ffn * c.model.hidden) / double(c.tp));
+        std::max(carried_grads, head_grads + grad_per_param * double(down_projection_params(c.model)) / double(c.tp));
     mlp_backward.temporaries += reduce_scatter_bytes(c) + mlp_backward_transient_bytes(c) +
                                 (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;
@@ -162,8 +167,10 @@ bool apply(const Config& c, const nlohmann::json& patch, Config& out) {
 // ZeRO, offload, 8-bit optimizer, LoRA/QLoRA (more GPUs follow in make_report).
 std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     std::vector<Candidate> out;
-    const nlohmann::json adapter_targets = gpt2_layout(c.model) ? nlohmann::json{"c_attn", "c_proj"}
-                                                                : nlohmann::json{"q_proj", "k_proj", "v_proj", "o_proj"};
+    nlohmann::json adapter_targets = nlohmann::json::array();  // the attention projections
+    for (const Linear& l : attention_linears(c.model))
+        if (std::find(adapter_targets.begin(), adapter_targets.end(), l.name) == adapter_targets.end())
+            adapter_targets.push_back(l.name);
     const MemoryEstimate current = estimate_memory(c);
     const Terms& peak = current.at_peak();
     if (c.precision == Precision::fp32_true)
@@ -292,8 +299,7 @@ Report make_report(const Config& c) {
         warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
     if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
         warn("pure 16-bit training: small updates can round away without fp32 master weights");
-    if (a.experts > 1)
-        warn("MoE activations assume perfectly balanced routing (experts_per_token of the MLP per token)");
+    for (const std::string& note : c.notes) warn(note);
     if (c.gpus > 1 && c.device == Device::cuda)
         warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
     if (c.device == Device::cpu)

@@ -3,23 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "families.hpp"
+
+#include "memory_common.hpp"
+
 namespace vramcalc {
+
+using namespace detail;
 
 namespace {
 
-bool mixed(const Config& c) { return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed; }
-bool half_model(const Config& c) { return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron; }
-// torch.autocast over fp32 weights; FSDP's MixedPrecision instead runs the gathered 16-bit parameters.
-bool autocast(const Config& c) { return mixed(c) && !half_model(c) && c.strategy != Strategy::fsdp; }
-bool deepspeed(const Config& c, int min_stage) { return c.strategy == Strategy::deepspeed && c.zero >= min_stage; }
-bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
-bool offloaded(const Config& c) { return c.offload != Offload::none; }
-double dp(const Config& c) { return double(data_parallel(c)); }
-double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len); }
-// GPT-2's layout: a fused c_attn, gelu_new, softmax in the model's dtype.
-bool gpt2_family(const Config& c) { return gpt2_layout(c.model); }
-// Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
-double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 
 // The trainable tensors of the estimated pipeline stage, each split tp ways. Tensors outside the layers
 // come first (embeddings) or last (final norm, lm_head) in parameter_tensors' module order.
@@ -30,7 +23,7 @@ std::vector<Tensor> trainable_tensors(const Config& c) {
     bool after_layers = false;
     for (Tensor t : all) {
         if (t.in_layers) {
-            t.count = t.count / c.model.layers * layers_on_stage(c);
+            t.count = t.count * layers_on_stage(c) / c.model.layers;
             after_layers = true;
         } else if (!(after_layers ? holds_head(c) : holds_embedding(c))) {
             continue;
@@ -185,241 +178,6 @@ double optimizer_states_bytes(const Config& c) {
     const double bytes = optimizer_states_stage_bytes(c);
     const bool sharded = deepspeed(c, 1) || fsdp(c, 2) || (c.strategy == Strategy::megatron && c.zero == 1);
     return sharded ? bytes / dp(c) : bytes;
-}
-
-// ---- Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4 and Table 2) ----
-// Megatron's own layers follow the paper; other strategies run Hugging Face modeling code, whose eager
-// path saves more (fp32 softmax, RMSNorm's fp32 upcast, autocast's per-projection input casts).
-
-namespace {
-
-double dropout_mask_element_bytes(const Config& c) {
-    // CUDA's fused dropout keeps a bool mask; PyTorch's CPU dropout keeps a noise tensor in the input dtype.
-    return c.device == Device::cpu ? compute_element_bytes(c) : 1;
-}
-
-bool has_dropout(const Config& c) { return c.model.dropout > 0; }
-
-double attention_scores_elements(const Config& c) {
-    return double(c.micro_batch) * double(c.model.heads) * double(c.seq_len) * double(c.seq_len);
-}
-
-double megatron_layer_bytes(const Config& c) {
-    const Architecture& a = c.model;
-    const double t = double(c.tp), sbh = tokens(c) * double(a.hidden);
-    const double q = double(a.heads * head_dim(a)), kv = double(a.kv_heads * head_dim(a));
-    const double f = double(a.ffn) * double(a.experts_per_token);
-    const double replicated = c.sequence_parallel ? 1 / t : 1;  // LN, dropout and block inputs
-    const double e = 2;
-    double split = e * tokens(c) * (q + 2 * kv) + e * tokens(c) * q;  // Q, K, V and the projection input
-    split += gated(a) ? 3 * e * tokens(c) * f : 2 * e * tokens(c) * f;
-    double s2 = 0;
-    if (c.attention == Attention::eager && c.checkpointing == Checkpointing::none)
-        s2 = attention_scores_elements(c) * (e + (has_dropout(c) ? 1 + e : 0));
-    else if (c.attention == Attention::flash)
-        s2 = 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);  // softmax log-sum-exp
-    double rep = 2 * e * sbh + e * sbh + e * sbh;  // two LN inputs, QKV input, MLP input
-    if (has_dropout(c)) rep += 2 * sbh;            // two 1-byte dropout masks
-    return (split + s2) / t + rep * replicated;
-}
-
-// Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
-// for its weight gradient, a frozen norm weight no normalised input.
-bool targeted(const Config& c, std::initializer_list<const char*> names) {
-    if (trains_all_weights(c)) return true;
-    for (const std::string& t : c.finetune.targets) {
-        if (t == "all-linear") return true;
-        for (const char* n : names)
-            if (t == n) return true;
-    }
-    return false;
-}
-bool attention_inputs_saved(const Config& c) { return targeted(c, {"q_proj", "k_proj", "v_proj", "c_attn"}); }
-bool mlp_inputs_saved(const Config& c) { return targeted(c, {"gate_proj", "up_proj", "c_fc"}); }
-bool out_proj_input_saved(const Config& c) { return targeted(c, {"o_proj", "c_proj"}); }
-bool down_proj_input_saved(const Config& c) { return targeted(c, {"down_proj", "c_proj"}); }
-
-// One norm's own saved tensors (its input, statistics, and normalised input when its weight trains).
-double single_norm_bytes(const Config& c) {
-    const double nh = tokens(c) * double(c.model.hidden), x = residual_element_bytes(c);
-    if (c.model.norm == Norm::layernorm)  // native_layer_norm: input, mean, rstd
-        return x * nh + 2 * tokens(c) * (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true ? 2 : 4);
-    // modeling_llama.py LlamaRMSNorm: fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back
-    // for the weight multiply. Torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
-    double bytes = 4 * nh + 4 * tokens(c);
-    if (c.torch == TorchVersion::v1_13) bytes += 4 * nh;
-    if (trains_all_weights(c)) bytes += x * nh;
-    return bytes;
-}
-
-// A norm's output as its projections save it: one shared tensor, or under autocast one 16-bit cast
-// per projection (autocast caches casts of leaf weights only).
-double norm_output_bytes(const Config& c, double projections) {
-    const double nh = tokens(c) * double(c.model.hidden);
-    return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
-}
-
-// LoRA's A projections keep their (fp32, PEFT's autocast_adapter_dtype) output for B's weight gradient,
-// and an fp32 copy of a 16-bit input.
-double lora_adapter_bytes(const Config& c) {
-    if (trains_all_weights(c)) return 0;
-    double bytes = 0;
-    const double n = tokens(c);
-    for (const Linear& l : adapter_linears(c.model))
-        if (targeted(c, {l.name.c_str()}))
-            bytes += (4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0)) *
-                     double(l.count);
-    return bytes;
-}
-
-}  // namespace
-
-double norm_activation_bytes(const Config& c) {
-    const Architecture& a = c.model;
-    const double attn_projections = gpt2_family(c) ? 1 : 3, mlp_projections = gated(a) ? 2 : 1;
-    double bytes = double(a.norms_per_layer) * single_norm_bytes(c);
-    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attn_projections);
-    if (mlp_inputs_saved(c)) bytes += norm_output_bytes(c, mlp_projections);
-    return bytes;
-}
-
-double attention_activation_bytes(const Config& c) {
-    const Architecture& a = c.model;
-    const double n = tokens(c), e = compute_element_bytes(c);
-    const double q = double(a.heads * head_dim(a)), kv = double(a.kv_heads * head_dim(a));
-    const double out_proj_input = out_proj_input_saved(c) ? e * n * q : 0;
-    double bytes;
-    if (c.attention == Attention::flash) {
-        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
-        bytes = e * n * (q + 2 * kv) + e * n * q + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
-    } else {
-        // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
-        const double kv_saved = a.kv_heads < a.heads ? q : kv;
-        bytes = e * n * (q + 2 * kv_saved) + out_proj_input;
-        if (c.checkpointing != Checkpointing::selective) {
-            // Softmax keeps its output (fp32 in Llama's eager attention and under autocast); the 16-bit
-            // cast of it, or dropout's mask and output, are what the matmul with v then saves.
-            const double s2 = attention_scores_elements(c);
-            const bool fp32_softmax = !gpt2_family(c) || autocast(c);
-            bytes += s2 * (fp32_softmax ? 4 : e);
-            if (has_dropout(c))
-                bytes += s2 * (dropout_mask_element_bytes(c) + e);
-            else if (fp32_softmax && e < 4)
-                bytes += s2 * e;
-        }
-    }
-    if (has_dropout(c)) bytes += n * double(a.hidden) * dropout_mask_element_bytes(c);  // resid_dropout
-    return bytes + lora_adapter_bytes(c);
-}
-
-double mlp_activation_bytes(const Config& c) {
-    const Architecture& a = c.model;
-    const double nf = tokens(c) * double(a.ffn) * double(a.experts_per_token), e = compute_element_bytes(c);
-    const double down_input = down_proj_input_saved(c) ? e * nf : 0;
-    double bytes;
-    if (gated(a))
-        bytes = 3 * e * nf + down_input;  // gate, act(gate), up; act(gate)*up for down_proj
-    else if (gpt2_family(c))
-        bytes = 4 * e * nf + down_input;  // gelu_new in Python: x, tanh(...), 0.5*x, 1+tanh(...); output
-    else
-        bytes = e * nf + down_input;      // F.gelu: input; output
-    if (has_dropout(c)) bytes += tokens(c) * double(a.hidden) * dropout_mask_element_bytes(c);
-    return bytes;
-}
-
-double layer_activation_bytes(const Config& c) {
-    if (c.checkpointing == Checkpointing::full)
-        return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) /
-               (c.sequence_parallel ? double(c.tp) : 1);  // the layer's input only
-    if (c.strategy == Strategy::megatron) return megatron_layer_bytes(c);
-    return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c);
-}
-
-double activations_bytes(const Config& c) {
-    const Architecture& a = c.model;
-    const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
-    double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
-    if (has_dropout(c) && holds_embedding(c)) bytes += nh * dropout_mask_element_bytes(c);  // embedding dropout
-    if (holds_head(c)) {
-        // Final norm (its input is the last layer's output) and lm_head's input.
-        bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
-        if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
-    }
-    // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
-    // neither does a frozen k_proj's partner q in q @ k^T.
-    if (!trains_all_weights(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
-        bytes -= single_norm_bytes(c);
-        if (!gpt2_family(c) && !targeted(c, {"k_proj"}) && c.attention == Attention::eager)
-            bytes -= compute_element_bytes(c) * tokens(c) * double(a.heads * head_dim(a));
-    }
-    return bytes * double(micro_batches_in_flight(c));
-}
-
-// Hugging Face builds the eager causal mask as a (b, 1, s, s) tensor in the model's dtype; it lives
-// through the forward, and through backward too when checkpointing holds it as a layer argument.
-double attention_mask_bytes(const Config& c) {
-    if (c.attention != Attention::eager || c.strategy == Strategy::megatron) return 0;
-    return double(c.micro_batch) * double(c.seq_len) * double(c.seq_len) * residual_element_bytes(c);
-}
-
-// transformers' ForCausalLMLoss at the end of forward: the 16-bit logits, their fp32 upcast and the
-// saved log-softmax output.
-double logits_forward_peak_bytes(const Config& c) {
-    if (!holds_head(c)) return 0;
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
-    return (e < 4 ? e + 4 : 4) * nv + 4 * nv;
-}
-
-// At log_softmax's backward the saved output, the incoming gradient and the result are all live in fp32.
-double logits_backward_peak_bytes(const Config& c) {
-    if (!holds_head(c)) return 0;
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
-    return 3 * 4 * nv;
-}
-
-double final_norm_activation_bytes(const Config& c) {
-    if (!holds_head(c)) return 0;
-    return single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
-}
-
-// What the last layer's MLP half saves (its norm, the MLP): freed before backward reaches attention.
-double mlp_half_activation_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron) return 0;
-    const double own_norm = c.model.norms_per_layer > 1 ? single_norm_bytes(c) : 0;
-    return own_norm + (mlp_inputs_saved(c) ? norm_output_bytes(c, gated(c.model) ? 2 : 1) : 0) + mlp_activation_bytes(c);
-}
-
-// By the time backward reaches the MLP's activation function, down_proj's input and the dropout mask
-// after it are freed.
-double mlp_freed_before_backward_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron) return 0;
-    const double nf = tokens(c) * double(c.model.ffn) * double(c.model.experts_per_token);
-    return (down_proj_input_saved(c) ? compute_element_bytes(c) * nf : 0) +
-           (has_dropout(c) ? tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c) : 0);
-}
-
-// The gradient flowing into a layer's output (the residual stream's dtype).
-double layer_output_gradient_bytes(const Config& c) {
-    return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) / double(c.tp);
-}
-
-// Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again.
-double recast_layer_weight_bytes(const Config& c) {
-    if (!autocast(c)) return 0;
-    return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
-}
-
-// Eager softmax backward: the fp32 gradient of the scores beside the 16-bit or fp32 gradient of the
-// probabilities, then the scaled copy.
-double attention_backward_transient_bytes(const Config& c) {
-    if (c.attention == Attention::flash) return 0;
-    return attention_scores_elements(c) * (compute_element_bytes(c) + 4) / double(c.tp);
-}
-
-// gelu_new's backward: three ffn-wide temporaries; SwiGLU's: two.
-double mlp_backward_transient_bytes(const Config& c) {
-    const double nf = tokens(c) * double(c.model.ffn) * double(c.model.experts_per_token);
-    return (gpt2_family(c) ? 3 : 2) * compute_element_bytes(c) * nf / double(c.tp);
 }
 
 // ---- Transient and fixed costs ----

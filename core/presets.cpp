@@ -18,8 +18,10 @@ Architecture gpt2(const char* id, std::uint64_t layers, std::uint64_t hidden, st
     Architecture a;
     a.id = id;
     a.layers = layers, a.hidden = hidden, a.heads = heads, a.kv_heads = heads, a.ffn = 4 * hidden;
-    a.vocab = 50257, a.max_positions = 1024, a.mlp = Mlp::gelu, a.norm = Norm::layernorm, a.bias = true;
-    a.tied_embeddings = true, a.position = Position::learned, a.dropout = 0.1;
+    a.family = "gpt2", a.vocab = 50257, a.max_positions = 1024, a.mlp = Mlp::gelu, a.activation = Activation::gelu_new;
+    a.norm = Norm::layernorm, a.attention_bias = a.mlp_bias = true;
+    a.tied_embeddings = true, a.position = Position::learned;
+    a.set_dropout(0.1);
     return a;
 }
 
@@ -60,12 +62,12 @@ const std::vector<ModelPreset>& model_presets() {
          with(llama("qwen2.5-72b", 80, 8192, 64, 8, 29568, 152064, 131072), [](Architecture& a) { a.qkv_bias = true; })},
         {"Gemma 2B", "google/gemma-2b",
          with(llama("gemma-2b", 18, 2048, 8, 1, 16384, 256000, 8192, true),
-              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu; })},
+              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu, a.activation = Activation::gelu_tanh; })},
         {"Gemma 7B", "google/gemma-7b",
          with(llama("gemma-7b", 28, 3072, 16, 16, 24576, 256000, 8192, true),
-              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu; })},
+              [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu, a.activation = Activation::gelu_tanh; })},
         {"Phi-3 mini (3.8B)", "microsoft/Phi-3-mini-4k-instruct",
-         llama("phi-3-mini", 32, 3072, 32, 32, 8192, 32064, 4096)},
+         with(llama("phi-3-mini", 32, 3072, 32, 32, 8192, 32064, 4096), [](Architecture& a) { a.family = "phi3"; })},
     };
     return table;
 }

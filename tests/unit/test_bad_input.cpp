@@ -254,8 +254,8 @@ TEST_CASE("zero, negative and absurd sizes are named", "[bad_input]") {
     expect_fields(R"({"model":{)" + arch + R"(,"dropout":1}})", {"model.dropout"});
     expect_fields(R"({"model":{)" + arch + R"(,"dropout":-0.1}})", {"model.dropout"});
     expect_fields(R"({"model":{)" + arch + R"(,"experts":0}})", {"model.experts"});
-    expect_fields(R"({"model":{)" + arch + R"(,"experts":1025}})", {"model.experts"});
-    expect_fields(R"({"model":{)" + arch + R"(,"norms_per_layer":3}})", {"model.norms_per_layer"});
+    expect_fields(R"({"model":{)" + arch + R"(,"experts":4097}})", {"model.experts"});
+    expect_fields(R"({"model":{)" + arch + R"(,"norms_per_layer":5}})", {"model.norms_per_layer"});
     expect_fields(R"({"model":{"hf_config":{"model_type":"llama","num_hidden_layers":0,"hidden_size":64,)"
                   R"("num_attention_heads":4,"intermediate_size":128,"vocab_size":100}}})",
                   {"model.hf_config.num_hidden_layers"});

@@ -86,7 +86,8 @@ LLAMA_MHA = dict(LLAMA_GQA, layers=3, hidden=192, heads=6, kv_heads=6, ffn=512, 
                  tied_embeddings=True)
 GPT2_DROP = {"layers": 2, "hidden": 128, "heads": 4, "kv_heads": 4, "ffn": 512, "vocab": 3000,
              "mlp": "gelu", "norm": "layernorm", "bias": True, "tied_embeddings": True,
-             "position": "learned", "max_positions": 512, "dropout": 0.1}
+             "position": "learned", "max_positions": 512, "dropout": 0.1,
+             "family": "gpt2", "activation": "gelu_new"}
 GPT2_NODROP = dict(GPT2_DROP, layers=3, hidden=96, heads=4, kv_heads=4, ffn=384, vocab=1000,
                    dropout=0.0, tied_embeddings=False)
 

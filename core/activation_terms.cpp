@@ -1,0 +1,371 @@
+// What a micro-batch saves for backward, and the transients of the step's busiest moments.
+// Megatron's own layers follow Korthikanti et al. 2022 ("Reducing Activation Recomputation", §4 and Table 2);
+// other strategies run Hugging Face modeling code (transformers 5.18), modelled tensor by tensor from what
+// each op saves for backward and checked against measured steps (tests/validation/).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "families.hpp"
+#include "memory_common.hpp"
+
+namespace vramcalc {
+
+using namespace detail;
+
+namespace {
+
+double dropout_mask_element_bytes(const Config& c) {
+    // CUDA's fused dropout keeps a bool mask; PyTorch's CPU dropout keeps a noise tensor in the input dtype.
+    return c.device == Device::cpu ? compute_element_bytes(c) : 1;
+}
+
+bool residual_dropout(const Config& c) { return c.model.residual_dropout > 0; }
+bool attention_dropout(const Config& c) { return c.model.attention_dropout > 0; }
+
+double attention_scores_elements(const Config& c) {
+    return double(c.micro_batch) * double(c.model.heads) * double(c.seq_len) * double(c.seq_len);
+}
+
+double megatron_layer_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double t = double(c.tp), sbh = tokens(c) * double(a.hidden);
+    const double q = double(q_width(a)), kv = double(kv_width(a));
+    const double f = double(is_moe(a) ? expert_ffn(a) : a.ffn) * double(a.experts_per_token);
+    const double replicated = c.sequence_parallel ? 1 / t : 1;  // LN, dropout and block inputs
+    const double e = 2;
+    double split = e * tokens(c) * (q + 2 * kv) + e * tokens(c) * q;  // Q, K, V and the projection input
+    split += gated(a) ? 3 * e * tokens(c) * f : 2 * e * tokens(c) * f;
+    double s2 = 0;
+    if (c.attention == Attention::eager && c.checkpointing == Checkpointing::none)
+        s2 = attention_scores_elements(c) * (e + (attention_dropout(c) ? 1 + e : 0));
+    else if (c.attention == Attention::flash)
+        s2 = 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);  // softmax log-sum-exp
+    double rep = 2 * e * sbh + e * sbh + e * sbh;  // two LN inputs, QKV input, MLP input
+    if (residual_dropout(c)) rep += 2 * sbh;       // two 1-byte dropout masks
+    return (split + s2) / t + rep * replicated;
+}
+
+// Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
+// for its weight gradient, a frozen norm weight no normalised input.
+bool targeted(const Config& c, const std::vector<std::string>& names) {
+    if (trains_all_weights(c)) return true;
+    for (const std::string& t : c.finetune.targets) {
+        if (t == "all-linear") return true;
+        for (const std::string& n : names)
+            if (t == n) return true;
+    }
+    return false;
+}
+std::vector<std::string> attention_input_names(const Architecture& a) {
+    std::vector<std::string> names;
+    for (const Linear& l : attention_linears(a))
+        if (l.in == a.hidden && l.name != family(a.family).o) names.push_back(l.name);
+    return names;
+}
+double attention_projections(const Architecture& a) { return double(attention_input_names(a).size()); }
+double mlp_projections(const Architecture& a) { return gated(a) && !family(a.family).fused_gate_up ? 2 : 1; }
+bool attention_inputs_saved(const Config& c) { return targeted(c, attention_input_names(c.model)); }
+bool mlp_inputs_saved(const Config& c) {
+    const Family& f = family(c.model.family);
+    return targeted(c, {f.up, f.gate ? f.gate : f.up});
+}
+bool out_proj_input_saved(const Config& c) { return targeted(c, {family(c.model.family).o}); }
+bool down_proj_input_saved(const Config& c) { return targeted(c, {family(c.model.family).down}); }
+
+// A norm over `elements` values in `rows` rows, its input `in_bytes` wide: what it saves. RMSNorm
+// (modeling_llama.py LlamaRMSNorm): the fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back for the
+// weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
+// LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
+double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
+    if (c.model.norm == Norm::layernorm) {
+        const bool half = c.precision == Precision::bf16_true || c.precision == Precision::fp16_true;
+        return (c.model.norm_weight ? in_bytes : 4) * elements + 2 * rows * (half ? 2 : 4);
+    }
+    double bytes = 4 * elements + 4 * rows;
+    if (c.torch == TorchVersion::v1_13) bytes += 4 * elements;
+    if (trains_all_weights(c)) bytes += in_bytes * elements;
+    return bytes;
+}
+
+double single_norm_bytes(const Config& c) {
+    return norm_saved_bytes(c, tokens(c) * double(c.model.hidden), tokens(c), residual_element_bytes(c));
+}
+
+// A norm's output as its projections save it: one shared tensor, or under autocast one 16-bit cast
+// per projection (autocast caches casts of leaf weights only).
+double norm_output_bytes(const Config& c, double projections) {
+    const double nh = tokens(c) * double(c.model.hidden);
+    return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
+}
+
+// LoRA's A projections keep their (fp32, PEFT's autocast_adapter_dtype) output for B's weight gradient,
+// and an fp32 copy of a 16-bit input.
+double lora_adapter_bytes(const Config& c) {
+    if (trains_all_weights(c)) return 0;
+    double bytes = 0;
+    const double n = tokens(c);
+    for (const Linear& l : adapter_linears(c.model))
+        if (targeted(c, {l.name}))
+            bytes += (4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0)) *
+                     double(l.count) * double(l.layers ? l.layers : c.model.layers) / double(c.model.layers);
+    return bytes;
+}
+
+// q/k norms (Qwen3, Gemma 3: per head; OLMo 2: over the whole projection) on the 16-bit projections.
+double qk_norm_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    if (a.qk_norm == QkNorm::none) return 0;
+    const double n = tokens(c), e = compute_element_bytes(c);
+    const double elements = n * double(q_width(a) + kv_width(a));
+    const double rows = a.qk_norm == QkNorm::per_head ? n * double(a.heads + a.kv_heads) : 2 * n;
+    return norm_saved_bytes(c, elements, rows, e);
+}
+
+// What the eager softmax path keeps per score: the probabilities (fp32 in most families' eager attention
+// and under autocast) and the 16-bit copy or dropout's mask and output the matmul with v saves; Gemma 2's
+// soft-capping keeps tanh's output; gpt-oss's sinks join the softmax, run in the scores' dtype.
+double softmax_path_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double s2 = attention_scores_elements(c), e = compute_element_bytes(c);
+    double bytes = 0;
+    if (a.attention_sinks) {
+        bytes = s2 * e;
+    } else {
+        const bool fp32_softmax = family(a.family).fp32_softmax || autocast(c);
+        bytes = s2 * (fp32_softmax ? 4 : e);
+        if (!attention_dropout(c) && fp32_softmax && e < 4) bytes += s2 * e;
+    }
+    if (attention_dropout(c)) bytes += s2 * (dropout_mask_element_bytes(c) + e);
+    if (a.attn_softcap > 0) bytes += s2 * e;
+    return bytes;
+}
+
+// MLA (modeling_deepseek_v3.py): the latent projections' norms and inputs, the up-projected keys and
+// values (v is a view of kv_b_proj's output, which it keeps whole), and q and k with their rotary parts.
+double mla_attention_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double n = tokens(c), e = compute_element_bytes(c), H = double(a.heads);
+    const double qk = double(a.qk_nope_dim + a.qk_rope_dim);
+    double bytes = 0;
+    if (a.q_lora_rank) bytes += norm_saved_bytes(c, n * double(a.q_lora_rank), n, e) + e * n * double(a.q_lora_rank);
+    bytes += norm_saved_bytes(c, n * double(a.kv_lora_rank), n, e) + e * n * double(a.kv_lora_rank);
+    bytes += e * n * H * double(a.qk_nope_dim + a.v_head_dim);  // kv_b_proj's output (v's storage)
+    bytes += 2 * e * n * H * qk;                                 // q and k after the rotary concat
+    return bytes;
+}
+
+}  // namespace
+
+double norm_activation_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    double bytes = double(a.norms_per_layer) * single_norm_bytes(c);
+    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !autocast(c);
+    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
+    if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
+        bytes += norm_output_bytes(c, is_moe(a) && !a.shared_experts ? 1 : mlp_projections(a));
+    return bytes;
+}
+
+double attention_activation_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double n = tokens(c), e = compute_element_bytes(c);
+    const double q = double(q_width(a)), kv = double(kv_width(a)), o_in = double(a.heads) * double(is_mla(a) ? a.v_head_dim : head_dim(a));
+    const double out_proj_input = out_proj_input_saved(c) ? e * n * o_in : 0;
+    double bytes = qk_norm_bytes(c);
+    if (is_mla(a)) {
+        bytes += mla_attention_bytes(c) + out_proj_input;
+        if (c.attention == Attention::flash)
+            bytes += e * n * o_in + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+        else if (c.checkpointing != Checkpointing::selective)
+            bytes += softmax_path_bytes(c);
+    } else if (c.attention == Attention::flash) {
+        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
+        bytes += e * n * (q + 2 * kv) + e * n * q + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+    } else {
+        // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
+        const double kv_saved = a.kv_heads < a.heads ? q : kv;
+        bytes += e * n * (q + 2 * kv_saved) + out_proj_input;
+        if (c.checkpointing != Checkpointing::selective) bytes += softmax_path_bytes(c);
+    }
+    if (residual_dropout(c)) bytes += n * double(a.hidden) * dropout_mask_element_bytes(c);
+    return bytes + lora_adapter_bytes(c);
+}
+
+namespace {
+
+// One MLP's activation, gating and down-projection input over `nf` token-width elements
+// (activations.cpp has what each activation function saves).
+double mlp_core_bytes(const Config& c, double nf) {
+    const ActivationCost& act = activation_cost(c.model.activation);
+    const double e = compute_element_bytes(c);
+    double saved = act.saved;
+    if (gated(c.model))
+        saved += 2 + (down_proj_input_saved(c) ? 1 : 0);  // act(gate) and up for the product; the product
+    else
+        saved += act.saves_output || down_proj_input_saved(c) ? 1 : 0;
+    double bytes = saved * e * nf;
+    if (autocast(c) && c.device == Device::cuda) bytes += act.cuda_fp32_saved * (4 - e) * nf;
+    if (c.model.activation_dropout > 0) bytes += nf * (dropout_mask_element_bytes(c) + e);
+    return bytes;
+}
+
+double dense_mlp_bytes(const Config& c) {
+    double bytes = mlp_core_bytes(c, tokens(c) * double(c.model.ffn));
+    if (residual_dropout(c)) bytes += tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c);
+    return bytes;
+}
+
+// An MoE layer in transformers 5's eager experts loop (e.g. modeling_qwen3_moe.py Qwen3MoeExperts): each
+// routed token's gathered input and its weighted down_proj output besides the expert MLP; the router's
+// fp32 softmax; the shared experts (and Qwen2-MoE's sigmoid gate).
+double moe_mlp_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double n = tokens(c), e = compute_element_bytes(c), h = double(a.hidden);
+    const double routed = n * double(a.experts_per_token);
+    double bytes = mlp_core_bytes(c, routed * double(expert_ffn(a)));
+    bytes += routed * h * ((autocast(c) ? e : residual_element_bytes(c)) + e);
+    bytes += n * double(a.experts) * 4;
+    if (a.shared_experts) bytes += mlp_core_bytes(c, n * double(shared_width(a))) + (a.shared_expert_gate ? 2 * e * n * h : 0);
+    if (residual_dropout(c)) bytes += n * h * dropout_mask_element_bytes(c);
+    return bytes;
+}
+
+}  // namespace
+
+double mlp_activation_bytes(const Config& c) {
+    if (!is_moe(c.model)) return dense_mlp_bytes(c);
+    const double moe = double(moe_layers(c.model)), all = double(c.model.layers);
+    return (moe * moe_mlp_bytes(c) + (all - moe) * dense_mlp_bytes(c)) / all;
+}
+
+double layer_activation_bytes(const Config& c) {
+    if (c.checkpointing == Checkpointing::full)
+        return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) /
+               (c.sequence_parallel ? double(c.tp) : 1);  // the layer's input only
+    if (c.strategy == Strategy::megatron) return megatron_layer_bytes(c);
+    return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c);
+}
+
+double activations_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
+    double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
+    if (holds_embedding(c)) {
+        if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
+        if (a.embedding_norm) bytes += single_norm_bytes(c);
+    }
+    if (holds_head(c)) {
+        // Final norm (its input is the last layer's output) and lm_head's input.
+        bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+        if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
+        // Router logits kept for the auxiliary loss: every MoE layer's, fp32, until the loss.
+        if (a.router_logits_kept) bytes += double(moe_layers(a)) * tokens(c) * double(a.experts) * 4;
+    }
+    // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
+    // neither does a frozen k projection's partner q in q @ k^T.
+    const Family& f = family(a.family);
+    if (!trains_all_weights(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
+        bytes -= single_norm_bytes(c);
+        if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)
+            bytes -= compute_element_bytes(c) * tokens(c) * double(q_width(a));
+    }
+    return bytes * double(micro_batches_in_flight(c));
+}
+
+// Hugging Face builds the eager causal mask as a (b, 1, s, s) tensor in the model's dtype; it lives
+// through the forward, and through backward too when checkpointing holds it as a layer argument. Models
+// mixing sliding-window and global layers build one of each (masking_utils.py).
+double attention_mask_bytes(const Config& c) {
+    if (c.attention != Attention::eager || c.strategy == Strategy::megatron) return 0;
+    const Architecture& a = c.model;
+    const bool both = a.sliding_layers > 0 && a.sliding_layers < a.layers && a.sliding_window < c.seq_len;
+    return (both ? 2 : 1) * double(c.micro_batch) * double(c.seq_len) * double(c.seq_len) * residual_element_bytes(c);
+}
+
+namespace {
+
+// Logits-sized tensors besides the fp32 chain: Gemma 2's final soft-capping (divide, tanh, multiply: tanh's
+// output is saved) and Granite's/Cohere's logits scaling (one more tensor).
+double logits_extra_bytes(const Config& c, double nv) {
+    const double e = compute_element_bytes(c);
+    double bytes = 0;
+    if (c.model.final_softcap > 0) bytes += 2 * e * nv;
+    if (c.model.scaled_logits) bytes += e * nv;
+    return bytes;
+}
+
+}  // namespace
+
+// transformers' ForCausalLMLoss at the end of forward: the 16-bit logits, their fp32 upcast and the
+// saved log-softmax output.
+double logits_forward_peak_bytes(const Config& c) {
+    if (!holds_head(c)) return 0;
+    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
+    return (e < 4 ? e + 4 : 4) * nv + 4 * nv + logits_extra_bytes(c, nv);
+}
+
+// At log_softmax's backward the saved output, the incoming gradient and the result are all live in fp32.
+double logits_backward_peak_bytes(const Config& c) {
+    if (!holds_head(c)) return 0;
+    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
+    return 3 * 4 * nv + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0);
+}
+
+double final_norm_activation_bytes(const Config& c) {
+    if (!holds_head(c)) return 0;
+    return single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+}
+
+namespace {
+double last_mlp_bytes(const Config& c) { return is_moe(c.model) ? moe_mlp_bytes(c) : dense_mlp_bytes(c); }
+double last_mlp_width(const Config& c) {
+    const Architecture& a = c.model;
+    return is_moe(a) ? double(expert_ffn(a)) * double(a.experts_per_token) + double(shared_width(a)) : double(a.ffn);
+}
+}  // namespace
+
+// What the last layer's MLP half saves (its norm, the MLP): freed before backward reaches attention.
+double mlp_half_activation_bytes(const Config& c) {
+    if (c.strategy == Strategy::megatron) return 0;
+    const Architecture& a = c.model;
+    const double own_norms = a.norms_per_layer > 1 ? double(a.norms_per_layer) / 2 * single_norm_bytes(c) : 0;
+    return own_norms + (mlp_inputs_saved(c) && !a.parallel_block ? norm_output_bytes(c, mlp_projections(a)) : 0) +
+           last_mlp_bytes(c);
+}
+
+// By the time backward reaches the MLP's activation function, down_proj's input and the dropout mask
+// after it are freed.
+double mlp_freed_before_backward_bytes(const Config& c) {
+    if (c.strategy == Strategy::megatron) return 0;
+    const double nf = tokens(c) * last_mlp_width(c);
+    return (down_proj_input_saved(c) ? compute_element_bytes(c) * nf : 0) +
+           (residual_dropout(c) ? tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c) : 0);
+}
+
+// The gradient flowing into a layer's output (the residual stream's dtype).
+double layer_output_gradient_bytes(const Config& c) {
+    return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) / double(c.tp);
+}
+
+// Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again.
+double recast_layer_weight_bytes(const Config& c) {
+    if (!autocast(c)) return 0;
+    return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
+}
+
+// Eager softmax backward: the fp32 gradient of the scores beside the 16-bit or fp32 gradient of the
+// probabilities, then the scaled copy.
+double attention_backward_transient_bytes(const Config& c) {
+    if (c.attention == Attention::flash) return 0;
+    return attention_scores_elements(c) * (compute_element_bytes(c) + 4) / double(c.tp);
+}
+
+// The activation function's backward temporaries (activations.cpp), calibrated on measured steps.
+double mlp_backward_transient_bytes(const Config& c) {
+    const double nf = tokens(c) * last_mlp_width(c);
+    return activation_cost(c.model.activation).backward_temps * compute_element_bytes(c) * nf / double(c.tp);
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,29 @@
+// What a model family's transformers code names its modules and how its eager attention computes: the
+// facts the memory terms need beyond the shapes. One row per HF model_type (families.cpp).
+#pragma once
+#include <string>
+
+namespace vramcalc {
+
+struct Family {
+    const char* model_type;
+    // Attention projections: a fused one (GPT-2's c_attn) or q, k, v; then the output projection.
+    const char* qkv;  // nullptr when q, k and v are separate
+    const char* q;
+    const char* k;
+    const char* v;
+    const char* o;
+    // MLP: gated families' gate and up (or one fused gate_up), then down; plain ones' up and down.
+    const char* gate;     // nullptr: plain MLP, or the gate is fused into `up`
+    const char* up;
+    const char* down;
+    bool fused_gate_up;   // Phi-3's gate_up_proj
+    bool fp32_softmax;    // eager attention computes the softmax in fp32 (and casts it back)
+    bool norm_first;      // modules registered norm, attention, norm, MLP (GPT-2), else attention, MLP, norms
+};
+
+// The family of an HF model_type; Llama's names for an unknown one.
+const Family& family(const std::string& model_type);
+bool known_family(const std::string& model_type);
+
+}  // namespace vramcalc
