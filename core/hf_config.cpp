@@ -289,6 +289,7 @@ void read_family_keys(HfReader& r, Architecture& a, const std::string& type) {
     } else if (type == "qwen2" || type == "qwen2_moe") {
         r.flag({"qkv_bias"}, a.qkv_bias);
     } else if (type == "gpt_neox") {
+        a.kv_heads = a.heads;  // query_key_value is 3 x hidden whatever num_key_value_heads says
         r.flag({"attention_bias"}, a.attention_bias);
         r.flag({"use_parallel_residual"}, a.parallel_block);
     } else if (type == "starcoder2") {
@@ -345,20 +346,14 @@ void read_family_keys(HfReader& r, Architecture& a, const std::string& type) {
     } else if (type == "bloom") {
         a.embedding_norm = true;
     } else if (type == "mpt") {
-        bool no_bias = true, learned = true;
-        r.flag({"no_bias"}, no_bias);
-        a.attention_bias = a.mlp_bias = !no_bias;
-        a.norm_bias = !no_bias;
-        std::uint64_t ratio = 4;
-        r.integer({"expansion_ratio"}, ratio, 1, 64);
-        a.ffn = ratio * a.hidden;
+        // modeling_mpt.py ignores no_bias, expansion_ratio and kv_n_heads: bias-free linears and norms,
+        // a 4x MLP, full multi-head attention.
+        a.ffn = 4 * a.hidden, a.kv_heads = a.heads;
+        bool learned = true, alibi = true;
         r.flag({"learned_pos_emb"}, learned);
-        const json* attn = r.find({"attn_config"});
-        bool alibi = true;
-        if (attn && attn->is_object()) {
+        if (const json* attn = r.find({"attn_config"}); attn && attn->is_object()) {
             HfReader ar(*attn, r.prefix() + "attn_config.", r.errors());
             ar.flag({"alibi"}, alibi);
-            ar.integer({"kv_n_heads"}, a.kv_heads, 1, kMaxWidth);
             ar.probability("attn_pdrop", a.attention_dropout);
         }
         a.position = alibi ? Position::alibi : learned ? Position::learned : Position::none;

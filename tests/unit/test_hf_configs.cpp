@@ -1,0 +1,160 @@
+// Real config.json files and transformers-built variants of every supported model_type: vramcalc reads each
+// to exactly the parameter count transformers builds (counted on the meta device, tests/data/hf_configs/),
+// and to the publisher's figure within its rounding. The catalog's ids resolve to their configs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "architecture.hpp"
+#include "config_json.hpp"
+#include "hf_config.hpp"
+#include "model_catalog.hpp"
+
+using namespace vramcalc;
+using nlohmann::json;
+
+namespace {
+
+json read_json(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    std::stringstream s;
+    s << in.rdbuf();
+    return json::parse(s.str());
+}
+
+std::uint64_t count(const json& hf) {
+    const ParsedConfig p = parse_config(json{{"model", {{"hf_config", hf}}}, {"seq_len", 64}});
+    INFO((p.ok() ? std::string() : p.errors[0].field + ": " + p.errors[0].message));
+    REQUIRE(p.ok());
+    return total_params(p.config.model);
+}
+
+const std::string kDir = std::string(VRAMCALC_SOURCE_DIR) + "/tests/data/";
+
+}  // namespace
+
+TEST_CASE("real config.json files count as transformers builds them and as published") {
+    const json expected = read_json(kDir + "hf_configs/expected.json");
+    REQUIRE(expected.size() >= 29);
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+        INFO(it.key());
+        const json& e = it.value();
+        const std::uint64_t n = count(read_json(kDir + "hf_configs/" + it.key()));
+        const json& want = e["transformers_params"].is_null() ? e["manual_params"] : e["transformers_params"];
+        CHECK(n == want.get<std::uint64_t>());
+        const double published = e["published"]["value"].get<double>(), tolerance = e["published"]["tolerance"].get<double>();
+        if (!e.contains("published_differs")) CHECK(std::fabs(double(n) - published) <= tolerance);
+    }
+}
+
+TEST_CASE("every family's layout variants count as transformers builds them") {
+    std::ifstream in(kDir + "hf_configs/variants.jsonl");
+    REQUIRE(in.good());
+    std::size_t cases = 0;
+    for (std::string line; std::getline(in, line);) {
+        const json r = json::parse(line);
+        INFO(r["name"].get<std::string>());
+        CHECK(count(r["hf_config"]) == r["transformers_params"].get<std::uint64_t>());
+        ++cases;
+    }
+    CHECK(cases >= 56);
+}
+
+TEST_CASE("every catalog id resolves, to its published count where one is known") {
+    REQUIRE(model_catalog().size() >= 150);
+    for (const CatalogModel& m : model_catalog()) {
+        INFO(m.id);
+        const ParsedConfig p = parse_config(json{{"model", m.id}});
+        REQUIRE(p.ok());
+        CHECK(p.config.model.id == m.id);
+    }
+    std::ifstream in(kDir + "model_catalog/sources.jsonl");
+    REQUIRE(in.good());
+    std::size_t checked = 0;
+    for (std::string line; std::getline(in, line);) {
+        const json r = json::parse(line);
+        const std::string id = r["id"].get<std::string>();
+        INFO(id);
+        const CatalogModel* m = find_catalog_model(id);
+        REQUIRE(m != nullptr);
+        // The compact entry reads to the same architecture as the full config it was made from.
+        const ParsedConfig full = parse_config(json{{"model", {{"hf_config", r["config"]}}}});
+        const ParsedConfig compact = parse_config(json{{"model", id}});
+        REQUIRE(full.ok());
+        json a = architecture_to_json(full.config.model), b = architecture_to_json(compact.config.model);
+        CHECK(a == b);
+        if (r["published_params"].is_object()) {
+            const json& pub = r["published_params"];
+            CHECK(std::fabs(double(total_params(compact.config.model)) - pub["value"].get<double>()) <=
+                  pub["tolerance"].get<double>());
+            ++checked;
+        }
+    }
+    CHECK(checked >= 50);
+}
+
+TEST_CASE("catalog ids are found case-insensitively and from hub URLs") {
+    CHECK(find_catalog_model("Qwen/Qwen3-8B") != nullptr);
+    CHECK(find_catalog_model("qwen/qwen3-8b") != nullptr);
+    CHECK(find_catalog_model("https://huggingface.co/Qwen/Qwen3-8B") != nullptr);
+    CHECK(find_catalog_model("https://huggingface.co/Qwen/Qwen3-8B/tree/main") != nullptr);
+    CHECK(find_catalog_model("hf.co/Qwen/Qwen3-8B/") != nullptr);
+    CHECK(find_catalog_model("Qwen/Qwen3-8") == nullptr);
+    CHECK(find_catalog_model(std::string(10000, 'a')) == nullptr);
+}
+
+TEST_CASE("an unknown model_type: a generic decoder with a warning, or a clear refusal") {
+    const json usual = {{"model_type", "mystery"}, {"num_hidden_layers", 2}, {"hidden_size", 64},
+                        {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 100}};
+    const ParsedConfig p = parse_config(json{{"model", {{"hf_config", usual}}}});
+    REQUIRE(p.ok());
+    REQUIRE(p.config.notes.size() == 1);
+    CHECK(p.config.notes[0].find("generic") != std::string::npos);
+    const ParsedConfig q = parse_config(json{{"model", {{"hf_config", {{"model_type", "mystery"}, {"foo", 1}}}}}});
+    REQUIRE_FALSE(q.ok());
+    CHECK(q.errors[0].field == "model.hf_config.model_type");
+    CHECK(q.errors[0].message.find("qwen3") != std::string::npos);
+    CHECK(q.errors[0].message.find("explicit") != std::string::npos);
+}
+
+TEST_CASE("activation functions are read by name, not guessed from the layout") {
+    // A GPT-2-shaped model with a fused GELU, and phi-2 (learned positions absent) with gelu_new.
+    json gpt2 = {{"model_type", "gpt2"}, {"n_layer", 2}, {"n_embd", 64}, {"n_head", 4}, {"vocab_size", 100},
+                 {"n_positions", 128}, {"activation_function", "gelu_pytorch_tanh"}};
+    ParsedConfig p = parse_config(json{{"model", {{"hf_config", gpt2}}}, {"seq_len", 128}});
+    REQUIRE(p.ok());
+    CHECK(p.config.model.activation == Activation::gelu_tanh);
+    const json phi = read_json(kDir + "hf_configs/phi__phi-2.json");
+    p = parse_config(json{{"model", {{"hf_config", phi}}}});
+    REQUIRE(p.ok());
+    CHECK(p.config.model.activation == Activation::gelu_new);
+    // The explicit form names it too, and refuses an unknown one.
+    p = parse_config(json::parse(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"mlp":"gelu",)"
+                                 R"("position":"learned","max_positions":128,"activation":"gelu_pytorch_tanh"},"seq_len":128})"));
+    REQUIRE(p.ok());
+    CHECK(p.config.model.activation == Activation::gelu_tanh);
+    p = parse_config(json::parse(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"activation":"gelu2"}})"));
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.errors[0].field == "model.activation");
+}
+
+TEST_CASE("configs nested in text_config and quantized checkpoints") {
+    const json v3 = read_json(kDir + "hf_configs/deepseek_v3__DeepSeek-V3.json");
+    const ParsedConfig p = parse_config(json{{"model", {{"hf_config", v3}}}});
+    REQUIRE(p.ok());
+    bool fp8 = false;
+    for (const std::string& n : p.config.notes) fp8 = fp8 || n.find("FP8") != std::string::npos;
+    CHECK(fp8);
+    CHECK(p.config.model.kv_lora_rank == 512);
+    CHECK(p.config.model.dense_layers == 3);
+    const json gemma3 = read_json(kDir + "hf_configs/gemma3__gemma-3-12b-it.json");
+    const ParsedConfig g = parse_config(json{{"model", {{"hf_config", gemma3}}}});
+    REQUIRE(g.ok());
+    CHECK(g.config.model.qk_norm == QkNorm::per_head);
+    CHECK(g.config.model.norms_per_layer == 4);
+}
