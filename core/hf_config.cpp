@@ -81,6 +81,24 @@ constexpr HfFamily kHf[] = {
 };
 // clang-format on
 
+// Configuration-class defaults of the sizes a config.json may leave out (vocab_size; head_dim where the class
+// fixes it rather than deriving hidden / heads).
+struct DefaultSizes {
+    const char* type;
+    std::uint64_t vocab, head_dim;
+};
+constexpr DefaultSizes kDefaultSizes[] = {
+    {"llama", 32000, 0},       {"mistral", 32000, 0},      {"mixtral", 32000, 0},     {"qwen2", 151936, 0},
+    {"qwen3", 151936, 128},    {"qwen2_moe", 151936, 0},   {"qwen3_moe", 151936, 0}, {"gemma", 256000, 256},
+    {"gemma2", 256000, 256},   {"gemma3_text", 262208, 256}, {"llama4_text", 202048, 128}, {"deepseek_v2", 102400, 0},
+    {"deepseek_v3", 129280, 0}, {"gpt_oss", 201088, 64},   {"olmo", 50304, 0},        {"olmo2", 50304, 0},
+    {"olmo3", 50304, 0},       {"cohere", 256000, 0},      {"cohere2", 256000, 0},    {"starcoder2", 49152, 0},
+    {"granite", 32000, 0},     {"granitemoe", 32000, 0},   {"gptj", 50400, 0},        {"falcon", 65024, 0},
+    {"opt", 50272, 0},         {"bloom", 250880, 0},       {"mpt", 50368, 0},         {"smollm3", 128256, 0},
+    {"phimoe", 32064, 0},      {"exaone4", 102400, 0},     {"phi", 51200, 0},         {"phi3", 32064, 0},
+    {"gpt2", 50257, 0},        {"gpt_neox", 50432, 0},
+};
+
 const HfFamily* find_family(const std::string& type) {
     for (const HfFamily& f : kHf)
         if (type == f.type) return &f;
@@ -255,6 +273,14 @@ void read_sliding(HfReader& r, Architecture& a, const std::string& type) {
     if (type == "gemma2" || type == "gpt_oss") pattern = 2;
     if (type == "gemma3_text") pattern = 6;
     if (type == "cohere2" || type == "olmo3" || type == "exaone4" || type == "llama4_text") pattern = 4;
+    if (const json* p = r.find({"sliding_window_pattern"}); p && p->is_string()) {  // EXAONE 4: "LLLG"
+        const std::string local_global = p->get<std::string>();
+        if (local_global.empty() || local_global.size() > kMaxLayers) return;
+        std::uint64_t n = 0;
+        for (std::uint64_t i = 0; i < a.layers; ++i) n += local_global[i % local_global.size()] == 'L';
+        a.sliding_layers = n;
+        return;
+    }
     r.integer({"sliding_window_pattern"}, pattern, 1, kMaxLayers);
     a.sliding_layers = pattern ? a.layers - a.layers / pattern : a.layers;  // every pattern-th layer is global
 }
@@ -265,11 +291,14 @@ void read_shapes(HfReader& r, Architecture& a, const HfFamily& f) {
     r.integer({"num_attention_heads", "n_head", "n_heads"}, a.heads, 1, kMaxWidth, true);
     a.kv_heads = a.heads;
     r.integer({"num_key_value_heads"}, a.kv_heads, 1, kMaxWidth);
+    a.vocab = 0;
+    for (const DefaultSizes& d : kDefaultSizes)
+        if (d.type == std::string(f.type)) a.vocab = d.vocab, a.head_dim = d.head_dim;
     r.integer({"head_dim"}, a.head_dim, 1, kMaxWidth);
     a.ffn = f.ffn_per_hidden * a.hidden;
     r.integer({"intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"}, a.ffn, 1, kMaxWidth * 4, f.ffn_per_hidden == 0);
     if (a.ffn == 0) a.ffn = 4 * a.hidden;
-    r.integer({"vocab_size"}, a.vocab, 1, kMaxVocab, true);
+    r.integer({"vocab_size"}, a.vocab, 1, kMaxVocab, a.vocab == 0);
     a.max_positions = f.max_positions ? f.max_positions : kMaxTokens;
     r.integer({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length"}, a.max_positions, 1, kMaxTokens);
     r.flag({"tie_word_embeddings"}, a.tied_embeddings);

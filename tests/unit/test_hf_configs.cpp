@@ -158,3 +158,20 @@ TEST_CASE("configs nested in text_config and quantized checkpoints") {
     CHECK(g.config.model.qk_norm == QkNorm::per_head);
     CHECK(g.config.model.norms_per_layer == 4);
 }
+
+TEST_CASE("sizes a config.json leaves out take the configuration class's defaults") {
+    // Gemma3TextConfig: vocab_size 262208 and head_dim 256 unless given.
+    const json gemma3 = {{"model_type", "gemma3"},
+                         {"text_config", {{"hidden_size", 1152}, {"num_hidden_layers", 26}, {"num_attention_heads", 4},
+                                          {"num_key_value_heads", 1}, {"intermediate_size", 6912}}}};
+    const ParsedConfig p = parse_config(json{{"model", {{"hf_config", gemma3}}}});
+    REQUIRE(p.ok());
+    CHECK(p.config.model.vocab == 262208);
+    CHECK(head_dim(p.config.model) == 256);
+    // EXAONE 4 spells its local/global pattern as letters.
+    json exaone = json::parse(R"({"model_type":"exaone4","num_hidden_layers":8,"hidden_size":64,"num_attention_heads":4,)"
+                              R"("intermediate_size":128,"vocab_size":100,"sliding_window":16,"sliding_window_pattern":"LLLG"})");
+    const ParsedConfig e = parse_config(json{{"model", {{"hf_config", exaone}}}});
+    REQUIRE(e.ok());
+    CHECK(e.config.model.sliding_layers == 6);
+}
