@@ -142,19 +142,21 @@ double softmax_path_bytes(const Config& c) {
     return bytes;
 }
 
-// MLA (modeling_deepseek_v3.py): the latent projections' norms and inputs, the up-projected keys and
-// values (v is a view of kv_b_proj's output, which it keeps whole), and q and k with their rotary parts.
-double mla_attention_bytes(const Config& c) {
+// MLA (modeling_deepseek_v3.py): the latent projections' norms and inputs, then q and k after the rotary
+// concat and a contiguous v (its view of kv_b_proj's output is copied for the matmul), `qkv_bytes` each.
+double mla_attention_bytes(const Config& c, double qkv_bytes) {
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c), H = double(a.heads);
     const double qk = double(a.qk_nope_dim + a.qk_rope_dim);
     double bytes = 0;
     if (a.q_lora_rank) bytes += norm_saved_bytes(c, n * double(a.q_lora_rank), n, e) + e * n * double(a.q_lora_rank);
     bytes += norm_saved_bytes(c, n * double(a.kv_lora_rank), n, e) + e * n * double(a.kv_lora_rank);
-    bytes += e * n * H * double(a.qk_nope_dim + a.v_head_dim);  // kv_b_proj's output (v's storage)
-    bytes += 2 * e * n * H * qk;                                 // q and k after the rotary concat
-    return bytes;
+    return bytes + qkv_bytes * n * H * (2 * qk + double(a.v_head_dim));
 }
+
+// PyTorch's CPU flash kernel needs equal q/k and v head sizes; MLA's differ, so SDPA on the CPU falls back
+// to the math kernel, which upcasts q, k and v to fp32 and keeps the fp32 probabilities.
+bool mla_math_fallback(const Config& c) { return is_mla(c.model) && c.attention == Attention::flash && c.device == Device::cpu; }
 
 }  // namespace
 
@@ -175,11 +177,13 @@ double attention_activation_bytes(const Config& c) {
     const double out_proj_input = out_proj_input_saved(c) ? e * n * o_in : 0;
     double bytes = qk_norm_bytes(c);
     if (is_mla(a)) {
-        bytes += mla_attention_bytes(c) + out_proj_input;
-        if (c.attention == Attention::flash)
-            bytes += e * n * o_in + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
-        else if (c.checkpointing != Checkpointing::selective)
-            bytes += softmax_path_bytes(c);
+        if (mla_math_fallback(c))
+            bytes += mla_attention_bytes(c, 4) + 4 * attention_scores_elements(c);
+        else if (c.attention == Attention::flash)
+            bytes += mla_attention_bytes(c, e) + e * n * o_in + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+        else
+            bytes += mla_attention_bytes(c, e) + (c.checkpointing != Checkpointing::selective ? softmax_path_bytes(c) : 0);
+        bytes += out_proj_input;
     } else if (c.attention == Attention::flash) {
         // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
         bytes += e * n * (q + 2 * kv) + e * n * q + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
@@ -197,37 +201,40 @@ namespace {
 
 // One MLP's activation, gating and down-projection input over `nf` token-width elements
 // (activations.cpp has what each activation function saves).
-double mlp_core_bytes(const Config& c, double nf) {
+double mlp_core_bytes(const Config& c, double nf, double e) {
     const ActivationCost& act = activation_cost(c.model.activation);
-    const double e = compute_element_bytes(c);
     double saved = act.saved;
     if (gated(c.model))
         saved += 2 + (down_proj_input_saved(c) ? 1 : 0);  // act(gate) and up for the product; the product
     else
         saved += act.saves_output || down_proj_input_saved(c) ? 1 : 0;
     double bytes = saved * e * nf;
-    if (autocast(c) && c.device == Device::cuda) bytes += act.cuda_fp32_saved * (4 - e) * nf;
+    if (autocast(c) && c.device == Device::cuda && e < 4) bytes += act.cuda_fp32_saved * (4 - e) * nf;
     if (c.model.activation_dropout > 0) bytes += nf * (dropout_mask_element_bytes(c) + e);
     return bytes;
 }
 
 double dense_mlp_bytes(const Config& c) {
-    double bytes = mlp_core_bytes(c, tokens(c) * double(c.model.ffn));
+    double bytes = mlp_core_bytes(c, tokens(c) * double(c.model.ffn), compute_element_bytes(c));
     if (residual_dropout(c)) bytes += tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c);
     return bytes;
 }
 
-// An MoE layer in transformers 5's eager experts loop (e.g. modeling_qwen3_moe.py Qwen3MoeExperts): each
-// routed token's gathered input and its weighted down_proj output besides the expert MLP; the router's
-// fp32 softmax; the shared experts (and Qwen2-MoE's sigmoid gate).
+// An MoE layer (transformers 5.18 integrations/moe.py grouped_mm_experts_forward): each routed token's
+// gathered input, the experts' gate_up output, activation, product and weighted output, all in the expert
+// weights' dtype since grouped_mm is not autocast-enabled (fp32 under autocast); Llama 4 instead sends
+// every token through every expert with autocast bmm (modeling_llama4.py Llama4TextMoe). Then the router's
+// fp32 softmax and the shared experts (and Qwen2-MoE's sigmoid gate).
 double moe_mlp_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c), h = double(a.hidden);
-    const double routed = n * double(a.experts_per_token);
-    double bytes = mlp_core_bytes(c, routed * double(expert_ffn(a)));
-    bytes += routed * h * ((autocast(c) ? e : residual_element_bytes(c)) + e);
+    const bool every = family(a.family).experts_see_every_token;
+    const double routed = n * double(every ? a.experts : a.experts_per_token);
+    const double ex = every ? e : weight_element_bytes(c);
+    double bytes = mlp_core_bytes(c, routed * double(expert_ffn(a)), ex);
+    bytes += routed * h * (residual_element_bytes(c) + ex);
     bytes += n * double(a.experts) * 4;
-    if (a.shared_experts) bytes += mlp_core_bytes(c, n * double(shared_width(a))) + (a.shared_expert_gate ? 2 * e * n * h : 0);
+    if (a.shared_experts) bytes += mlp_core_bytes(c, n * double(shared_width(a)), e) + (a.shared_expert_gate ? 2 * e * n * h : 0);
     if (residual_dropout(c)) bytes += n * h * dropout_mask_element_bytes(c);
     return bytes;
 }
@@ -358,7 +365,7 @@ double recast_layer_weight_bytes(const Config& c) {
 // Eager softmax backward: the fp32 gradient of the scores beside the 16-bit or fp32 gradient of the
 // probabilities, then the scaled copy.
 double attention_backward_transient_bytes(const Config& c) {
-    if (c.attention == Attention::flash) return 0;
+    if (c.attention == Attention::flash && !mla_math_fallback(c)) return 0;
     return attention_scores_elements(c) * (compute_element_bytes(c) + 4) / double(c.tp);
 }
 

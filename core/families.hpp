@@ -20,6 +20,9 @@ struct Family {
     bool fused_gate_up;   // Phi-3's gate_up_proj
     bool fp32_softmax;    // eager attention computes the softmax in fp32 (and casts it back)
     bool norm_first;      // modules registered norm, attention, norm, MLP (GPT-2), else attention, MLP, norms
+    // Routed experts: transformers 5's grouped_mm path (each token through its top-k experts, in the
+    // weights' dtype: grouped_mm is not autocast-enabled), or Llama 4's dense bmm over every expert (autocast).
+    bool experts_see_every_token;
 };
 
 // The family of an HF model_type; Llama's names for an unknown one.

@@ -5,6 +5,7 @@
 
 #include "families.hpp"
 
+#include "families.hpp"
 #include "memory_common.hpp"
 
 namespace vramcalc {
@@ -86,7 +87,7 @@ std::uint64_t micro_batches_in_flight(const Config& c) {
 // Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
 double stage_params(const Config& c) {
     const Architecture& a = c.model;
-    double n = double(layers_on_stage(c)) * double(layer_params(a));
+    double n = double(layers_params(a)) * layer_share(c);
     if (holds_embedding(c)) n += double(embedding_params(a));
     if (holds_head(c)) n += double(norm_params(a) + lm_head_params(a));
     return n / double(c.tp);
@@ -186,8 +187,13 @@ double optimizer_states_bytes(const Config& c) {
 // region ends; the linears save them for backward (torch/csrc/autograd and aten/src/ATen/autocast_mode.cpp).
 double autocast_weight_copy_bytes(const Config& c) {
     if (!autocast(c)) return 0;
+    // Routed experts through grouped_mm (not autocast-enabled) run on their fp32 weights: no cast.
+    double cast = double(linear_weight_params(c.model));
+    if (is_moe(c.model) && !family(c.model.family).experts_see_every_token)
+        for (const Linear& l : mlp_linears(c.model))
+            if (l.name.rfind("experts.", 0) == 0) cast -= double(l.in * l.out * l.count * (l.layers ? l.layers : c.model.layers));
     // Checkpointed layers cast again when recomputed; only lm_head's cast is held from the forward.
-    const double layers = c.checkpointing == Checkpointing::full ? 0 : double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
+    const double layers = c.checkpointing == Checkpointing::full ? 0 : cast * layer_share(c) / double(c.tp);
     const double linear = layers + double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
