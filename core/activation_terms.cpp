@@ -79,6 +79,8 @@ bool down_proj_input_saved(const Config& c) { return targeted(c, {family(c.model
 // weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
 double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
+    if (c.model.norm == Norm::layernorm && family(c.model.family).python_layernorm)  // CohereLayerNorm
+        return 8 * elements + 4 * rows + (trains_all_weights(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
         const bool half = c.precision == Precision::bf16_true || c.precision == Precision::fp16_true;
         return (c.model.norm_weight ? in_bytes : 4) * elements + 2 * rows * (half ? 2 : 4);
@@ -124,19 +126,14 @@ double qk_norm_bytes(const Config& c) {
 }
 
 // What the eager softmax path keeps per score: the probabilities (fp32 in most families' eager attention
-// and under autocast) and the 16-bit copy or dropout's mask and output the matmul with v saves; Gemma 2's
-// soft-capping keeps tanh's output; gpt-oss's sinks join the softmax, run in the scores' dtype.
+// and under autocast; gpt-oss's sinks join them as one more column, fp32 as the sinks are) and the 16-bit
+// copy or dropout's mask and output the matmul with v saves; Gemma 2's soft-capping keeps tanh's output.
 double softmax_path_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double s2 = attention_scores_elements(c), e = compute_element_bytes(c);
-    double bytes = 0;
-    if (a.attention_sinks) {
-        bytes = s2 * e;
-    } else {
-        const bool fp32_softmax = family(a.family).fp32_softmax || autocast(c);
-        bytes = s2 * (fp32_softmax ? 4 : e);
-        if (!attention_dropout(c) && fp32_softmax && e < 4) bytes += s2 * e;
-    }
+    const bool fp32_softmax = family(a.family).fp32_softmax || autocast(c);
+    double bytes = s2 * (fp32_softmax ? 4 : e);
+    if (!attention_dropout(c) && fp32_softmax && e < 4) bytes += s2 * e;
     if (attention_dropout(c)) bytes += s2 * (dropout_mask_element_bytes(c) + e);
     if (a.attn_softcap > 0) bytes += s2 * e;
     return bytes;

@@ -23,10 +23,12 @@ constexpr ActivationCost kTable[] = {
     // square(relu(x)): relu's output, for square's backward (and relu's own, the same tensor).
     {Activation::relu2, "relu2", 1, false, 0, 2},
     // gpt-oss's clamped GLU over the interleaved gate_up output (modeling_gpt_oss.py GptOssExperts):
-    // in units of the expert width: gate and up slices' clamps, gate*alpha's sigmoid, glu, up+1.
-    {Activation::gelu_glu_oss, "gpt_oss_glu", 5, false, 0, 3},
-    // BloomGelu: a custom autograd.Function that saves its input.
-    {Activation::bloom_gelu, "bloom_gelu", 1, false, 0, 2},
+    // in units of the expert width, with the gate_up output (2) and the product counted by the MLP: the
+    // clamped gate, sigmoid(gate * alpha), glu and up + 1.
+    {Activation::gelu_glu_oss, "gpt_oss_glu", 4, false, 0, 3},
+    // BloomGelu: a custom autograd.Function that saves its input; its backward builds tanh, 1 - tanh^2 and
+    // the products in Python, five input-sized tensors beside the incoming gradient.
+    {Activation::bloom_gelu, "bloom_gelu", 1, false, 0, 6},
 };
 
 }  // namespace

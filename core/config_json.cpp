@@ -103,7 +103,7 @@ std::string explicit_keys() {
 std::string module_families() {
     std::string s;
     for (const char* f : {"llama", "gpt2", "gpt_neox", "phi", "phi3", "starcoder2", "gptj", "falcon", "bloom", "opt",
-                          "mpt", "internlm2", "exaone", "deepseek_v2", "deepseek_v3"})
+                          "mpt", "internlm2", "exaone", "llama4", "cohere", "deepseek_v2", "deepseek_v3"})
         s += (s.empty() ? "\"" : ", \"") + std::string(f) + "\"";
     return s;
 }

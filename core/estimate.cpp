@@ -38,10 +38,11 @@ std::vector<Phase> stage_phases(const Config& c) {
     const bool recompute = c.checkpointing == Checkpointing::full;
     const double forward_backward_buffers = gathered_parameter_bytes(c) + autocast_weight_copy_bytes(c);
 
-    // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast, the mask.
+    // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast. The eager
+    // mask died with the base model's forward unless checkpointing holds it for recomputation.
     Terms forward = resident(c);
     forward.gradients = carried_grads;
-    forward.activations = activations_bytes(c) + mask;
+    forward.activations = activations_bytes(c) + (recompute ? mask : 0);
     forward.logits = logits_forward_peak_bytes(c);
     forward.temporaries += forward_backward_buffers;
 

@@ -23,6 +23,9 @@ struct Family {
     // Routed experts: transformers 5's grouped_mm path (each token through its top-k experts, in the
     // weights' dtype: grouped_mm is not autocast-enabled), or Llama 4's dense bmm over every expert (autocast).
     bool experts_see_every_token;
+    // LayerNorm written out in Python (Cohere): the centred input is kept twice and the normalised
+    // input once more, where the native kernel keeps the input and two statistics.
+    bool python_layernorm;
 };
 
 // The family of an HF model_type; Llama's names for an unknown one.
