@@ -19,7 +19,18 @@ constexpr ActivationCost kTable[] = {
     {Activation::gelu_fast, "gelu_fast", 7, false, 0, 3},
     // x * sigmoid(1.702*x): x and the sigmoid's output.
     {Activation::quick_gelu, "quick_gelu", 2, false, 0, 2},
+    // The Python erf and tanh forms (gelu_python, gelu_python_tanh) and the clipped GELU keep their
+    // intermediates too; the rest are single ATen kernels.
+    {Activation::gelu_python, "gelu_python", 3, false, 0, 6},
+    {Activation::gelu_python_tanh, "gelu_python_tanh", 4, false, 3, 3},
+    {Activation::gelu_10, "gelu_10", 2, false, 0, 2},
     {Activation::relu, "relu", 0, true, 0, 1},
+    {Activation::relu6, "relu6", 1, false, 0, 2},
+    {Activation::leaky_relu, "leaky_relu", 1, false, 0, 2},
+    {Activation::tanh, "tanh", 0, true, 0, 2},
+    {Activation::sigmoid, "sigmoid", 0, true, 0, 2},
+    {Activation::mish, "mish", 1, false, 0, 2},
+    {Activation::linear, "linear", 0, false, 0, 0},
     // square(relu(x)): relu's output, for square's backward (and relu's own, the same tensor).
     {Activation::relu2, "relu2", 1, false, 0, 2},
     // gpt-oss's clamped GLU over the interleaved gate_up output (modeling_gpt_oss.py GptOssExperts):

@@ -5,7 +5,8 @@
 namespace vramcalc {
 
 enum class Activation {
-    silu, gelu, gelu_tanh, gelu_new, gelu_fast, quick_gelu, gelu_accurate, relu, relu2, gelu_glu_oss, bloom_gelu
+    silu, gelu, gelu_tanh, gelu_new, gelu_fast, quick_gelu, gelu_accurate, gelu_python, gelu_python_tanh, gelu_10,
+    relu, relu2, relu6, leaky_relu, tanh, sigmoid, mish, linear, gelu_glu_oss, bloom_gelu
 };
 
 // What one activation keeps for backward, in tensors of the activation's input size (its dtype), and how

@@ -67,7 +67,6 @@ struct Architecture {
     bool expert_bias = false;           // gpt-oss: biases inside every expert
     std::uint64_t dense_layers = 0;     // MoE models: layers with a dense MLP instead (DeepSeek's first_k_dense_replace)
     bool router_logits_kept = false;    // output_router_logits: every layer's router logits live until the aux loss
-    double routing_imbalance = 1.0;     // the most-loaded expert's tokens over the balanced share
 
     // Dropout as the explicit form's one key sets it: at every site.
     void set_dropout(double p) { residual_dropout = attention_dropout = embedding_dropout = p; }

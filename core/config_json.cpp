@@ -89,7 +89,6 @@ const RealField kRealFields[] = {
     {"activation_dropout", &Architecture::activation_dropout, 0, 1, true},
     {"attn_softcap", &Architecture::attn_softcap, 0, 1e6, false},
     {"final_softcap", &Architecture::final_softcap, 0, 1e6, false},
-    {"routing_imbalance", &Architecture::routing_imbalance, 1, 4096, false},
 };
 
 std::string explicit_keys() {

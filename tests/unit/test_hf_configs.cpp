@@ -175,3 +175,21 @@ TEST_CASE("sizes a config.json leaves out take the configuration class's default
     REQUIRE(e.ok());
     CHECK(e.config.model.sliding_layers == 6);
 }
+
+TEST_CASE("what each activation function saves equals what PyTorch saved for it") {
+    // tests/validation/measured_activations.json: saved-for-backward bytes of transformers' ACT2FN modules
+    // (torch 2.13), in units of the input, deduplicated by storage, output included when saved.
+    const json measured = read_json(std::string(VRAMCALC_SOURCE_DIR) + "/tests/validation/measured_activations.json");
+    std::size_t checked = 0;
+    for (auto it = measured["activations"].begin(); it != measured["activations"].end(); ++it) {
+        const ActivationCost* a = find_activation(it.key());
+        if (!a || a->id == Activation::gelu_glu_oss || a->id == Activation::bloom_gelu) continue;
+        INFO(it.key());
+        for (const char* dtype : {"fp32", "bf16"}) {
+            const json& m = it.value()[dtype];
+            CHECK(a->saved + (a->saves_output ? 1 : 0) == m["saved"].get<double>());
+        }
+        ++checked;
+    }
+    CHECK(checked >= 16);
+}
