@@ -102,24 +102,27 @@ ApiResult sweep_json(const std::string& request_json) {
 }
 
 std::string presets_json() {
-    json models = json::array(), gpus = json::array(), examples = json::array();
-    for (const ModelPreset& m : model_presets())
-        models.push_back({{"id", m.arch.id}, {"name", m.name}, {"source", m.source},
-                          {"parameters", total_params(m.arch)}, {"architecture", architecture_to_json(m.arch)}});
-    json catalog = json::array();
-    for (const CatalogModel& m : model_catalog()) {
-        const ParsedConfig p = parse_config(json{{"model", m.id}});
-        const json hf = json::parse(m.config, nullptr, false);
-        catalog.push_back({{"id", m.id},
-                           {"model_type", hf.is_object() ? hf.value("model_type", "") : ""},
-                           {"parameters", p.ok() ? total_params(p.config.model) : 0}});
-    }
-    for (const Gpu& g : gpu_catalog())
-        gpus.push_back({{"id", g.id}, {"name", g.name}, {"memory_gib", g.memory_gib},
-                        {"bandwidth_gbps", g.bandwidth_gbps}, {"bf16_tflops", g.bf16_tflops}});
-    for (const Scenario& s : scenarios())
-        examples.push_back({{"id", s.id}, {"description", s.description}, {"config", json::parse(s.config_json)}});
-    return dump({{"models", models}, {"catalog", catalog}, {"gpus", gpus}, {"scenarios", examples}});
+    static const std::string cached = [] {
+        json models = json::array(), gpus = json::array(), examples = json::array();
+        for (const ModelPreset& m : model_presets())
+            models.push_back({{"id", m.arch.id}, {"name", m.name}, {"source", m.source},
+                              {"parameters", total_params(m.arch)}, {"architecture", architecture_to_json(m.arch)}});
+        json catalog = json::array();
+        for (const CatalogModel& m : model_catalog()) {
+            const ParsedConfig p = parse_config(json{{"model", m.id}});
+            const json hf = json::parse(m.config, nullptr, false);
+            catalog.push_back({{"id", m.id},
+                               {"model_type", hf.is_object() ? hf.value("model_type", "") : ""},
+                               {"parameters", p.ok() ? total_params(p.config.model) : 0}});
+        }
+        for (const Gpu& g : gpu_catalog())
+            gpus.push_back({{"id", g.id}, {"name", g.name}, {"memory_gib", g.memory_gib},
+                            {"bandwidth_gbps", g.bandwidth_gbps}, {"bf16_tflops", g.bf16_tflops}});
+        for (const Scenario& s : scenarios())
+            examples.push_back({{"id", s.id}, {"description", s.description}, {"config", json::parse(s.config_json)}});
+        return dump({{"models", models}, {"catalog", catalog}, {"gpus", gpus}, {"scenarios", examples}});
+    }();  // the tables are constant: build the answer once
+    return cached;
 }
 
 }  // namespace vramcalc

@@ -4,8 +4,8 @@ import { $, h, clear, gib, count } from './dom.js';
 import { lineChart } from './charts.js';
 import { initAdamw } from './adamw.js';
 import {
-  CHOICES, LORA_TARGETS, ARCH_KEYS, DEFAULTS, defaultOf, defaultZero, initialState, toConfig, toQuery, fromQuery,
-  applyPatch, compactHf, clip,
+  CHOICES, LORA_TARGETS, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, defaultOf, defaultZero, initialState, toConfig, toQuery,
+  fromQuery, applyPatch, compactHf, clip, resolveModel, closeModels,
 } from './params.js';
 
 const LABELS = {
@@ -22,9 +22,12 @@ const LABELS = {
   offload: { none: 'Nothing', optimizer: 'Optimizer states to CPU', 'optimizer+params': 'Optimizer and parameters to CPU' },
   device: { cuda: 'CUDA (the GPU)', cpu: 'CPU kernels (validation)' },
   torch: { 2: 'PyTorch 2.x', '1.13': 'PyTorch 1.13' },
-  'model.mlp': { swiglu: 'SwiGLU', geglu: 'GeGLU', gelu: 'GELU' },
+  'model.mlp': { swiglu: 'Gated (SwiGLU: gate, up, down)', geglu: 'Gated (GeGLU: gate, up, down)', gelu: 'Plain (up, down)' },
+  'model.activation': { silu: 'SiLU', gelu: 'GELU (erf)', gelu_pytorch_tanh: 'GELU, tanh approximation',
+    gelu_new: 'gelu_new (GPT-2)', gelu_fast: 'gelu_fast', quick_gelu: 'QuickGELU', gelu_accurate: 'gelu_accurate',
+    relu: 'ReLU', relu2: 'ReLU²', gpt_oss_glu: 'gpt-oss clamped GLU', bloom_gelu: 'BLOOM GELU' },
   'model.norm': { rmsnorm: 'RMSNorm', layernorm: 'LayerNorm' },
-  'model.position': { rope: 'RoPE', learned: 'Learned' },
+  'model.position': { rope: 'RoPE', learned: 'Learned', alibi: 'ALiBi', none: 'None' },
 };
 const zeroLabel = (s) => (s.strategy === 'fsdp'
   ? { 0: '0 · NO_SHARD', 2: '2 · SHARD_GRAD_OP', 3: '3 · FULL_SHARD' }
@@ -33,7 +36,8 @@ const zeroLabel = (s) => (s.strategy === 'fsdp'
 
 const sharded = (s) => s.strategy === 'deepspeed' || s.strategy === 'fsdp';
 const ARCH_LABELS = { layers: 'Layers', hidden: 'Hidden size', heads: 'Attention heads', kv_heads: 'KV heads',
-  head_dim: 'Head dim (0: hidden / heads)', ffn: 'FFN size', vocab: 'Vocabulary', mlp: 'MLP', norm: 'Norm',
+  head_dim: 'Head dim (0: hidden / heads)', ffn: 'FFN size', vocab: 'Vocabulary', mlp: 'MLP', activation: 'Activation',
+  norm: 'Norm',
   bias: 'Biases on projections', tied_embeddings: 'Tied embeddings', position: 'Positions',
   max_positions: 'Max positions', dropout: 'Dropout', experts: 'Experts (MoE)', experts_per_token: 'Experts per token',
   qkv_bias: 'q/k/v biases', lm_head_bias: 'LM head bias', norms_per_layer: 'Norms per layer' };
@@ -47,9 +51,10 @@ function archField(k) {
 
 const GROUPS = [
   { title: 'Model', fields: [
-    { key: 'model', label: 'Model', kind: 'model' },
+    { key: 'model', label: 'Model', kind: 'model',
+      hint: 'Type to search the presets and Hugging Face ids (Qwen/Qwen3-8B), or paste a huggingface.co link.' },
     { key: 'hf', label: 'Hugging Face config.json', kind: 'hf', show: (s) => s.model === 'hf',
-      hint: 'Paste the model’s config.json; only the keys vramcalc reads go into the link.' },
+      hint: 'Paste the model’s config.json; keys that never affect memory (token ids, RoPE settings, dtype…) stay out of the link.' },
     ...ARCH_KEYS.map(archField),
     { key: 'finetune', label: 'Fine-tuning', kind: 'select' },
     { key: 'rank', label: 'LoRA rank', kind: 'int', show: (s) => s.finetune !== 'full' },
@@ -113,6 +118,7 @@ const PHASES = {
 
 let mod;
 let presets;
+let catalog = [];
 let state = initialState();
 let embed = false;
 let linkProblems = [];
@@ -135,17 +141,20 @@ function buildControl(f) {
     case 'select': return h('select', common, options(f.key).map(([v, t]) => h('option', { value: v }, t)));
     case 'zero': return h('select', common);
     case 'model': {
-      const byFamily = h('select', common);
-      const groups = new Map();
-      for (const m of presets.models) {
-        const fam = m.name.split(' ')[0].replace(/[^A-Za-z0-9-]/g, '');
-        if (!groups.has(fam)) groups.set(fam, h('optgroup', { label: fam }));
-        groups.get(fam).append(h('option', { value: m.id }, `${m.name} · ${count(m.parameters)}`));
+      // A searchable field: the presets, the catalog's Hugging Face ids, and the two other ways to give a model.
+      const list = h('datalist', { id: 'model-list' });
+      for (const m of presets.models) list.append(h('option', { value: m.id }, `${m.name} · ${count(m.parameters)} · preset`));
+      for (const m of catalog) {
+        list.append(h('option', { value: m.id }, [m.model_type, m.parameters ? count(m.parameters) : ''].filter(Boolean).join(' · ')));
       }
-      byFamily.append(...groups.values());
-      byFamily.append(h('optgroup', { label: 'Other' }, h('option', { value: 'custom' }, 'Custom architecture…'),
-        h('option', { value: 'hf' }, 'Paste a Hugging Face config.json…')));
-      return byFamily;
+      list.append(h('option', { value: 'custom' }, 'Custom architecture…'), h('option', { value: 'hf' }, 'Paste a Hugging Face config.json…'));
+      const input = h('input', { ...common, type: 'text', list: 'model-list', autocomplete: 'off', spellcheck: 'false',
+        autocapitalize: 'off', maxlength: 512, placeholder: 'e.g. Qwen/Qwen3-8B or llama-2-7b',
+        onfocus: (e) => e.target.select() });
+      const other = h('div', { class: 'model-other' },
+        h('button', { type: 'button', class: 'small', dataset: { model: 'custom' }, onclick: () => pickModel('custom') }, 'Custom architecture'),
+        h('button', { type: 'button', class: 'small', dataset: { model: 'hf' }, onclick: () => pickModel('hf') }, 'Paste config.json'));
+      return h('div', { class: 'model-pick' }, input, list, other);
     }
     case 'gpu': {
       const sel = h('select', common);
@@ -210,6 +219,7 @@ function onInput(e) {
   const key = el.dataset && el.dataset.key;
   if (!key) return;
   const f = FIELD[key];
+  if (key === 'model') return onModelText(el.value, e.type);
   if (e.type === 'change' && (f.kind === 'int' || f.kind === 'number' || f.kind === 'hf' || f.kind === 'text')) return;
   if (key === 'targets') {
     state.targets = [...$(fid('targets')).querySelectorAll('input:checked')].map((c) => c.value).join(',');
@@ -227,35 +237,111 @@ function onInput(e) {
   } else {
     const before = state[key];
     const v = readValue(f, el);
-    if (key === 'model') return selectModel(v);
     state[key] = v;
-    if (key === 'model.position' || key === 'model.mlp') state.targets = fitTargets(state);
     if (key === 'strategy') normaliseStrategy(before, v);
-    if (key === 'model.heads' && state['model.kv_heads'] === before) state['model.kv_heads'] = v;
-    if (key === 'strategy' || key === 'finetune' || key === 'gpu') return refresh(true);
+    // Fields that follow another unless set apart: kv_heads follows heads, the activation follows the MLP.
+    if (key === 'model.heads' && state['model.kv_heads'] === before) syncOne('model.kv_heads', v);
+    if (key === 'model.mlp' && state['model.activation'] === MLP_ACTIVATION[before]) syncOne('model.activation', MLP_ACTIVATION[v]);
+    if (key === 'model.mlp') state.targets = fitTargets(state);
+    if (key === 'strategy' || key === 'finetune' || key === 'gpu' || key === 'model.mlp') return refresh(true);
   }
   refresh(false);
 }
 
-// GPT-2's modules are c_attn, c_proj, c_fc; other families use Llama's names (core/architecture.cpp).
-function gpt2Layout(s) {
-  if (s.model === 'hf') return !!s.hf && s.hf.model_type === 'gpt2';
-  const arch = s.model === 'custom' ? { position: s['model.position'], mlp: s['model.mlp'] } : baseArch[s.model] || {};
-  return arch.position === 'learned' && arch.mlp === 'gelu';
+function syncOne(key, v) {
+  state[key] = v;
+  $(fid(key)).value = String(v);
 }
 
-// Keeps the LoRA targets the model has, else its usual attention projections.
-function fitTargets(s) {
-  const gpt2 = gpt2Layout(s);
-  const names = gpt2 ? ['c_attn', 'c_proj', 'c_fc'] : LORA_TARGETS.filter((t) => !['c_attn', 'c_proj', 'c_fc'].includes(t));
-  const kept = String(s.targets).split(',').filter((t) => t === 'all-linear' || names.includes(t));
-  return kept.length ? kept.join(',') : gpt2 ? 'c_attn' : 'q_proj,v_proj';
+// Of the LoRA targets the page offers, the modules each family has (core/families.cpp; routed experts take no
+// adapters; DeepSeek's latent attention has q_a_proj, kv_a_proj_with_mqa ... instead of q/k/v). Llama's otherwise.
+const LLAMA_MODULES = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+const FAMILY_MODULES = {
+  gpt2: ['c_attn', 'c_proj', 'c_fc'], starcoder2: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'c_fc', 'c_proj'],
+  phi: ['q_proj', 'k_proj', 'v_proj'], phi3: ['o_proj', 'down_proj'], gptj: ['q_proj', 'k_proj', 'v_proj'],
+  opt: ['q_proj', 'k_proj', 'v_proj'], exaone: ['q_proj', 'k_proj', 'v_proj', 'c_proj'], mpt: ['up_proj', 'down_proj'],
+  gpt_neox: [], falcon: [], bloom: [], internlm2: [],
+  deepseek_v2: ['o_proj', 'gate_proj', 'up_proj', 'down_proj'], deepseek_v3: ['o_proj', 'gate_proj', 'up_proj', 'down_proj'],
+};
+const catalogType = {};  // catalog id -> model_type
+
+function modelFamily(s) {
+  if (s.model === 'custom') return 'llama';  // the explicit form has no family key: Llama's module names
+  let type;
+  if (s.model === 'hf') type = s.hf && (s.hf.text_config?.model_type || s.hf.model_type);
+  else type = baseArch[s.model] ? baseArch[s.model].family : catalogType[s.model];
+  return typeof type === 'string' && Object.hasOwn(FAMILY_MODULES, type) ? type : 'llama';
 }
+
+// Keeps the LoRA targets the model has, else its usual attention projections (all-linear when it has none of them).
+function fitTargets(s) {
+  const fam = modelFamily(s);
+  let names = fam === 'llama' ? LLAMA_MODULES : FAMILY_MODULES[fam];
+  if (s.model === 'custom' && s['model.mlp'] === 'gelu') names = names.filter((t) => t !== 'gate_proj');  // plain MLP
+  const kept = String(s.targets).split(',').filter((t) => t === 'all-linear' || names.includes(t));
+  if (kept.length) return kept.join(',');
+  if (names.includes('q_proj') && names.includes('v_proj')) return 'q_proj,v_proj';
+  return names.includes('c_attn') ? 'c_attn' : 'all-linear';
+}
+
+// ---------- the model field ----------
+
+let modelText = null;   // what the model field holds when it names no model (else it shows state.model)
+let modelError = null;
+let modelIds = [];      // presets, then the catalog
+
+function unknownModel(text) {
+  const near = closeModels(text, modelIds);
+  return `“${clip(text.trim(), 60)}” is not a preset or a model of the catalog.` +
+    (near.length ? ` Did you mean ${near.join(', ')}?` : '') +
+    ' For another model, choose “Paste config.json” and paste its config.json.';
+}
+
+// The model field: an id or hub URL selects its model as soon as it matches; anything else is reported next to
+// the field (on every keystroke, like the other fields) until it does. Cleared and left, it shows the model again.
+function onModelText(text, type) {
+  const t = text.trim();
+  const id = t === 'custom' || t === 'hf' ? t : resolveModel(t, modelIds);
+  if (id) {
+    modelText = null;
+    modelError = null;
+    if (id !== state.model) return selectModel(id);
+    if (type === 'change' || text !== id) return refresh(true);  // shows the id for a pasted URL
+    return refresh(false);
+  }
+  if (!t) {
+    modelText = type === 'change' ? null : text;
+    modelError = null;
+    return refresh(type === 'change');
+  }
+  modelText = text;
+  modelError = unknownModel(t);
+  refresh(false);
+}
+
+function pickModel(v) {
+  modelText = null;
+  modelError = null;
+  selectModel(v);
+}
+
+// What a switch to the explicit form keeps of the model: the dense shape of a preset (sizes, MLP, norm, positions,
+// biases). Never its experts (nor dropout): a MoE preset becomes one dense model with an expert's FFN width. A catalog
+// model or a pasted config starts from the Llama-style defaults.
+const SHAPE_KEYS = ARCH_KEYS.filter((k) => !['experts', 'experts_per_token', 'dropout'].includes(k));
 
 function selectModel(v) {
   if (v === 'custom' && state.model !== 'custom') {
-    const arch = baseArch[state.model] || baseArch[DEFAULTS.model];
-    for (const k of ARCH_KEYS) state['model.' + k] = arch[k] !== undefined ? arch[k] : DEFAULTS['model.' + k];
+    const arch = baseArch[state.model] || {};
+    for (const k of ARCH_KEYS) state['model.' + k] = DEFAULTS['model.' + k];
+    for (const k of SHAPE_KEYS) {
+      const a = arch[k];
+      const ok = typeof a === typeof DEFAULTS['model.' + k] && (!CHOICES['model.' + k] || CHOICES['model.' + k].includes(a));
+      if (ok) state['model.' + k] = a;
+    }
+    if (arch.kv_heads === undefined) state['model.kv_heads'] = state['model.heads'];
+    if (arch.activation === undefined || !CHOICES['model.activation'].includes(arch.activation))
+      state['model.activation'] = defaultOf(state, 'model.activation');
   }
   if (v === 'hf' && !state.hf) state.hf = null;
   state.model = v;
@@ -291,6 +377,8 @@ function syncInputs() {
       for (const c of el.querySelectorAll('input')) c.checked = on.has(c.value);
     } else if (f.kind === 'hf') {
       if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
+    } else if (f.kind === 'model') {
+      el.value = modelText !== null ? modelText : v;
     } else el.value = v === null || v === undefined ? '' : String(v);
   }
 }
@@ -321,6 +409,7 @@ function showFieldErrors(errors) {
   fieldErrors = new Map();
   const general = [];
   if (hfError && state.model === 'hf') fieldErrors.set('hf', [hfError]);
+  if (modelError) fieldErrors.set('model', [modelError]);
   for (const e of errors) {
     const key = errorKey(String(e.field));
     const msg = (key === String(e.field) || !e.field ? '' : `${e.field}: `) + e.message;
@@ -392,8 +481,8 @@ function renderAnswer(r) {
 }
 
 function summaryLine(r) {
-  const model = state.model === 'custom' ? 'Custom model' : state.model === 'hf' ? `${state.hf?.model_type || 'HF'} config`
-    : (presets.models.find((m) => m.id === state.model) || {}).name;
+  const model = state.model === 'custom' ? 'Custom model' : state.model === 'hf' ? `${clip(state.hf?.model_type || 'HF')} config`
+    : (presets.models.find((m) => m.id === state.model) || {}).name || state.model;
   const par = state.strategy === 'single' ? '1 GPU' : `${state.gpus} GPUs, ${LABELS.strategy[state.strategy]}${state.zero ? ` stage ${state.zero}` : ''}`;
   return `${model} · ${r.gpu.name} · ${par} · micro-batch ${state.micro_batch} × ${state.seq_len} tokens · ${state.precision}`;
 }
@@ -553,7 +642,7 @@ function update(sync) {
   const errors = r.errors || [];
   showFieldErrors(errors);
   const results = $('results');
-  if (!r.errors && !(hfError && state.model === 'hf')) {
+  if (!r.errors && !(hfError && state.model === 'hf') && !modelError) {
     lastResult = r;
     results.classList.remove('stale');
     renderAnswer(r);
@@ -592,9 +681,14 @@ async function main() {
   mod = await createVramcalc();
   performance.mark('vramcalc:wasm-ready');
   presets = JSON.parse(mod.presets());
+  catalog = Array.isArray(presets.catalog) ? presets.catalog : [];
   for (const m of presets.models) baseArch[m.id] = m.architecture;
-  const parsed = fromQuery(location.search, { models: presets.models.map((m) => m.id), gpus: presets.gpus.map((g) => g.id) });
+  for (const m of catalog) catalogType[m.id] = m.model_type;
+  modelIds = [...presets.models.map((m) => m.id), ...catalog.map((m) => m.id)];
+  const parsed = fromQuery(location.search, { models: modelIds, gpus: presets.gpus.map((g) => g.id) });
   state = parsed.state;
+  // A link without targets gets the model's own modules (GPT-2's c_attn, all-linear for fused q/k/v ...).
+  if (state.targets === DEFAULTS.targets) state.targets = fitTargets(state);
   embed = parsed.embed;
   linkProblems = parsed.problems;
   document.body.classList.toggle('embed', embed);

@@ -14,9 +14,13 @@ export const CHOICES = {
   device: ['cuda', 'cpu'],
   torch: ['2', '1.13'],
   'model.mlp': ['swiglu', 'geglu', 'gelu'],
+  'model.activation': ['silu', 'gelu', 'gelu_pytorch_tanh', 'gelu_new', 'gelu_fast', 'quick_gelu', 'gelu_accurate',
+    'relu', 'relu2', 'gpt_oss_glu', 'bloom_gelu'],
   'model.norm': ['rmsnorm', 'layernorm'],
-  'model.position': ['rope', 'learned'],
+  'model.position': ['rope', 'learned', 'alibi', 'none'],
 };
+// The activation an explicit architecture gets when it names none (core/config_json.cpp).
+export const MLP_ACTIVATION = { swiglu: 'silu', geglu: 'gelu_pytorch_tanh', gelu: 'gelu' };
 
 export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj',
   'c_attn', 'c_proj', 'c_fc', 'all-linear'];
@@ -28,28 +32,43 @@ export const INTS = {
   tp: [1, 1024], pp: [1, 1024], rank: [1, 65536],
   'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
-  'model.experts': [1, 1024], 'model.experts_per_token': [1, 1024], 'model.norms_per_layer': [1, 2],
+  'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
 };
 export const BOOLS = ['sequence_parallel', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
-// An explicit architecture: its keys and core/architecture.hpp's defaults (kv_heads defaults to heads).
-export const ARCH_KEYS = ['layers', 'hidden', 'heads', 'kv_heads', 'head_dim', 'ffn', 'vocab', 'mlp', 'norm', 'bias',
+// An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
+// defaults (kv_heads defaults to heads, activation to the MLP's usual one).
+export const ARCH_KEYS = ['layers', 'hidden', 'heads', 'kv_heads', 'head_dim', 'ffn', 'vocab', 'mlp', 'activation', 'norm', 'bias',
   'tied_embeddings', 'position', 'max_positions', 'dropout', 'experts', 'experts_per_token', 'qkv_bias',
   'lm_head_bias', 'norms_per_layer'];
 export const ARCH_REQUIRED = ['layers', 'hidden', 'heads', 'ffn', 'vocab'];
 export const ARCH_DEFAULTS = {
   layers: 32, hidden: 4096, heads: 32, kv_heads: 32, head_dim: 0, ffn: 11008, vocab: 32000, mlp: 'swiglu',
-  norm: 'rmsnorm', bias: false, tied_embeddings: false, position: 'rope', max_positions: 4096, dropout: 0,
+  activation: 'silu', norm: 'rmsnorm', bias: false, tied_embeddings: false, position: 'rope', max_positions: 4096, dropout: 0,
   experts: 1, experts_per_token: 1, qkv_bias: false, lm_head_bias: false, norms_per_layer: 2,
 };
 
-// The config.json keys the core reads (core/config_json.cpp, read_hf_config): a share link carries only these.
-export const HF_KEYS = ['model_type', 'n_layer', 'n_embd', 'n_head', 'n_inner', 'vocab_size', 'n_positions',
-  'resid_pdrop', 'num_hidden_layers', 'hidden_size', 'num_attention_heads', 'num_key_value_heads', 'head_dim',
-  'intermediate_size', 'max_position_embeddings', 'attention_bias', 'hidden_dropout', 'attention_dropout',
-  'num_local_experts', 'num_experts_per_tok', 'tie_word_embeddings'];
+// config.json keys that never change a tensor shape or the memory of a training step (the same list as
+// tests/data/model_catalog/make_catalog.py): a share link carries every other key, so that whatever the core reads
+// (now or later) survives the link. Inside quantization_config only quant_method is kept; text_config is stripped
+// the same way.
+export const HF_DROP = new Set(['architectures', 'auto_map', 'initializer_range', 'initializer_factor', 'rope_theta',
+  'rope_scaling', 'rope_parameters', 'torch_dtype', 'dtype', 'transformers_version', 'use_cache', '_name_or_path',
+  'tokenizer_class', 'bos_token', 'eos_token', 'pad_token', 'task_specific_params', 'id2label', 'label2id',
+  'router_aux_loss_coef',
+  // generation settings
+  'temperature', 'top_p', 'top_k', 'typical_p', 'do_sample', 'num_beams', 'num_beam_groups', 'max_length',
+  'min_length', 'max_new_tokens', 'repetition_penalty', 'length_penalty', 'no_repeat_ngram_size',
+  'encoder_no_repeat_ngram_size', 'early_stopping', 'num_return_sequences', 'diversity_penalty', 'bad_words_ids',
+  'begin_suppress_tokens', 'suppress_tokens', 'remove_invalid_values', 'exponential_decay_length_penalty',
+  'output_scores', 'return_dict_in_generate', 'forced_bos_token_id', 'forced_eos_token_id',
+  // never copied: they would touch an object's prototype
+  '__proto__', 'constructor', 'prototype']);
+export const hfKeyDropped = (k) => HF_DROP.has(k) || /_token_ids?$/.test(k) || /(_eps|_epsilon)$/.test(k) ||
+  k === 'epsilon' || k.length > 80;
 
-// The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, "custom" or "hf".
+// The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
+// catalog, "custom" or "hf".
 export const DEFAULTS = {
   model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
   optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj',
@@ -64,6 +83,7 @@ export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 export function defaultOf(state, key) {
   if (key === 'zero') return defaultZero(state.strategy);
   if (key === 'model.kv_heads') return state['model.heads'];
+  if (key === 'model.activation') return MLP_ACTIVATION[state['model.mlp']] || ARCH_DEFAULTS.activation;
   return DEFAULTS[key];
 }
 
@@ -72,21 +92,92 @@ export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k)
   'finetune', 'rank', 'targets', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'sequence_parallel', 'seq_len', 'micro_batch',
   'grad_accum', 'precision', 'optimizer', 'optimizer_impl', 'checkpointing', 'attention', 'offload', 'device', 'torch'];
 export const MAX_PARAM_CHARS = 200;
-export const MAX_HF_CHARS = 4096;
+export const MAX_HF_CHARS = 16384;
 export const MAX_PROBLEMS = 20;
 
 export const initialState = () => ({ ...DEFAULTS });
 
-// Only the config.json keys the core reads, with plain values.
-export function compactHf(obj) {
+// A pasted config.json less the keys that never affect memory (HF_DROP), as plain JSON values: strings of at most
+// 200 characters, arrays of at most 1024 items, objects at most 4 deep (text_config, quantization_config, ...).
+export function compactHf(obj, depth = 0) {
   const out = {};
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return out;
-  for (const k of HF_KEYS) {
-    const v = obj[k];
-    if (typeof v === 'number' || typeof v === 'boolean' || v === null || (typeof v === 'string' && v.length <= 64))
-      out[k] = v;
+  for (const k of Object.keys(obj)) {
+    if (hfKeyDropped(k)) continue;
+    let v = obj[k];
+    if (k === 'quantization_config' && v && typeof v === 'object' && !Array.isArray(v))
+      v = typeof v.quant_method === 'string' ? { quant_method: v.quant_method } : {};
+    v = plainJson(v, depth + 1);
+    if (v !== undefined) out[k] = v;
   }
   return out;
+}
+
+function plainJson(v, depth) {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
+  if (typeof v === 'boolean' || v === null) return v;
+  if (typeof v === 'string') return v.length <= 200 ? v : undefined;
+  if (depth > 4 || !v || typeof v !== 'object') return undefined;
+  if (Array.isArray(v)) return v.length <= 1024 ? v.map((x) => plainJson(x, depth + 1)).filter((x) => x !== undefined) : undefined;
+  return compactHf(v, depth);
+}
+
+// ---------- model names ----------
+
+// What a typed or pasted model name means as an id: "https://huggingface.co/Qwen/Qwen3-8B/tree/main" ->
+// "Qwen/Qwen3-8B" (as core/model_catalog.cpp reads it: the host, then anything after owner/name, goes).
+export function modelIdOf(text) {
+  let t = String(text).trim().replace(/^https?:\/\//i, '').replace(/^www\./i, '')
+    .replace(/^(huggingface\.co|hf\.co)\//i, '');
+  t = t.split(/[?#]/)[0];
+  const parts = t.split('/');
+  if (parts.length > 2) t = parts.slice(0, 2).join('/');
+  return t.replace(/\/+$/, '').trim();
+}
+
+// The id (as spelled in `ids`) a typed name or hub URL selects, case-insensitively; null when none.
+export function resolveModel(text, ids) {
+  if (String(text).length > 512) return null;
+  const want = modelIdOf(text).toLowerCase();
+  if (!want) return null;
+  for (const id of ids) if (id.toLowerCase() === want) return id;
+  return null;
+}
+
+const squash = (t) => t.toLowerCase().replace(/[^a-z0-9]/g, '');
+function editDistance(a, b, cap) {
+  if (Math.abs(a.length - b.length) > cap) return cap + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      best = Math.min(best, row[j]);
+    }
+    if (best > cap) return cap + 1;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+// Up to n ids close to an unknown name: those containing it, then those a few edits away.
+export function closeModels(text, ids, n = 3) {
+  const id = modelIdOf(text);
+  const q = squash(id);
+  const qName = squash(id.split('/').pop());
+  if (q.length < 2 || q.length > 80) return [];
+  const cap = Math.max(1, Math.min(4, Math.floor(qName.length / 3)));
+  const scored = [];
+  for (const cand of ids) {
+    const full = squash(cand);
+    const name = squash(cand.split('/').pop());
+    let score;
+    if (full.includes(q) || (qName.length >= 3 && name.includes(qName))) score = (name.length - qName.length) / 1000;
+    else score = 1 + Math.min(editDistance(q, full, cap), editDistance(qName, name, cap));
+    if (score <= cap) scored.push([score, cand]);
+  }
+  return scored.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : 1)).slice(0, n).map((x) => x[1]);
 }
 
 export function toBase64Url(text) {
@@ -191,7 +282,8 @@ function parseInt10(text, [lo, hi]) {
 }
 
 // Reads a link's query. Returns {state, problems:[{param, message}], embed}. Invalid or unknown parameters are
-// reported and left out; the state holds only checked values. `models` and `gpus` are the preset ids.
+// reported and left out; the state holds only checked values. `models` holds the preset ids and the catalog's
+// Hugging Face ids (a link's model is matched case-insensitively, a hub URL read as its id); `gpus` the GPU ids.
 export function fromQuery(search, { models, gpus }) {
   const state = initialState();
   const problems = [];
@@ -236,8 +328,13 @@ export function fromQuery(search, { models, gpus }) {
   let model = get('model');
   if (model === undefined && get('hf') !== undefined) model = 'hf';
   if (model !== undefined) {
-    if (model === 'custom' || model === 'hf' || models.includes(model)) state.model = model;
-    else bad('model', 'must be a preset id, "custom" or "hf"');
+    const id = model === 'custom' || model === 'hf' ? model : resolveModel(model, models);
+    if (id) state.model = id;
+    else {
+      const near = closeModels(model, models);
+      report('model', `"${clip(model)}" is not a preset or a Hugging Face id of the catalog (nor "custom" or "hf"); ` +
+        `ignored${near.length ? `. Did you mean ${near.join(', ')}?` : ''}`);
+    }
   }
   if (state.model === 'hf') {
     const text = get('hf');
@@ -267,6 +364,8 @@ export function fromQuery(search, { models, gpus }) {
     if (state[key] === undefined) state[key] = DEFAULTS[key];
   }
   if (state.model === 'custom' && get('model.kv_heads') === undefined) state['model.kv_heads'] = state['model.heads'];
+  if (state.model === 'custom' && get('model.activation') === undefined)
+    state['model.activation'] = defaultOf(state, 'model.activation');
 
   for (const key of PARAM_ORDER) {
     if (key === 'model' || key === 'hf' || key.startsWith('model.')) continue;

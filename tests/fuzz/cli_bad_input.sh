@@ -51,7 +51,7 @@ expect heads '{"model":{"layers":2,"hidden":100,"heads":3,"ffn":10,"vocab":10}}'
 expect kv_heads '{"model":{"layers":2,"hidden":96,"heads":6,"kv_heads":4,"ffn":10,"vocab":10}}' 2 \
   "error: model.kv_heads: "
 expect tp '{"model":"llama-2-7b","strategy":"megatron","tp":3,"gpus":3}' 2 "error: tp: "
-expect preset '{"model":"llama-9"}' 2 "error: model: unknown preset"
+expect preset '{"model":"llama-9"}' 2 "error: model: unknown model"
 expect malformed '{"model":' 2 "error: malformed JSON"
 expect not_object '[1,2]' 2 "error: the configuration must be a JSON object"
 expect invalid_utf8 $'{"model":"gpt\xff"}' 2 "error: malformed JSON"

@@ -444,3 +444,55 @@ TEST_CASE("the other entry points name bad fields too", "[bad_input]") {
     CHECK(fields(vramcalc::adamw_json(R"({"param":[1],"grads":[[1]],"lr":-1})")) == V{"lr"});
     CHECK(fields(vramcalc::adamw_json("{")) == V{""});
 }
+
+TEST_CASE("hostile config.json files of the new families give errors naming their keys") {
+    const std::string moe = R"("model_type":"qwen3_moe","num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,)"
+                            R"("intermediate_size":128,"vocab_size":100,"num_experts":4,"moe_intermediate_size":32)";
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"mlp_only_layers":"all"}}})", {"model.hf_config.mlp_only_layers"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"mlp_only_layers":[9]}}})", {"model.hf_config.mlp_only_layers"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"mlp_only_layers":[-1]}}})", {"model.hf_config.mlp_only_layers"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"num_experts_per_tok":1e9}}})", {"model.hf_config.num_experts_per_tok"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"num_experts":5000}}})", {"model.hf_config.num_experts"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"num_experts_per_tok":8}}})", {"model.experts_per_token"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"hidden_act":"swooshy"}}})", {"model.hf_config.hidden_act"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"attn_logit_softcapping":-1}}})",
+                  {"model.hf_config.attn_logit_softcapping"});
+    expect_fields(R"({"model":{"hf_config":{)" + moe + R"(,"attention_dropout":1.5}}})", {"model.hf_config.attention_dropout"});
+    // MLA without its head sizes; a text_config whose own fields are wrong.
+    expect_fields(R"({"model":{"hf_config":{"model_type":"deepseek_v3","num_hidden_layers":2,"hidden_size":64,)"
+                  R"("num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"kv_lora_rank":16,)"
+                  R"("qk_nope_head_dim":null,"qk_rope_head_dim":8,"v_head_dim":8}}})",
+                  {"model.hf_config.qk_nope_head_dim"});
+    expect_fields(R"({"model":{"hf_config":{"model_type":"gemma3","text_config":{"hidden_size":-4}}}})",
+                  {"model.hf_config.text_config.hidden_size", "model.hf_config.text_config.num_hidden_layers",
+                   "model.hf_config.text_config.num_attention_heads", "model.hf_config.text_config.intermediate_size"});
+    // Unknown catalog ids and URLs are errors on "model", never a crash.
+    expect_fields(R"({"model":"Qwen/Qwen9-1T"})", {"model"});
+    expect_fields(R"({"model":"https://huggingface.co/"})", {"model"});
+    // The explicit form's new keys are range-checked.
+    const std::string arch = R"("layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100)";
+    expect_fields(R"({"model":{)" + arch + R"(,"family":"bert"}})", {"model.family"});
+    expect_fields(R"({"model":{)" + arch + R"(,"qk_norm":"yes"}})", {"model.qk_norm"});
+    expect_fields(R"({"model":{)" + arch + R"(,"experts":4,"dense_layers":2}})", {"model.dense_layers"});
+    expect_fields(R"({"model":{)" + arch + R"(,"kv_lora_rank":8}})", {"model.kv_lora_rank"});
+    expect_fields(R"({"model":{)" + arch + R"(,"sliding_layers":3}})", {"model.sliding_layers"});
+    expect_fields(R"({"model":{)" + arch + R"(,"residual_dropout":1}})", {"model.residual_dropout"});
+}
+
+TEST_CASE("every family's config reads, estimates and echoes a configuration that reads back the same") {
+    std::ifstream in(std::string(VRAMCALC_SOURCE_DIR) + "/tests/data/hf_configs/variants.jsonl");
+    REQUIRE(in.good());
+    for (std::string line; std::getline(in, line);) {
+        const json r = json::parse(line);
+        INFO(r["name"].get<std::string>());
+        json config = {{"model", {{"hf_config", r["hf_config"]}}}, {"seq_len", 64}};
+        const vramcalc::ApiResult first = vramcalc::estimate_json(config.dump());
+        REQUIRE(first.ok);
+        check_answer(first, '{');
+        // The echo (the explicit form) estimates to the same bytes.
+        const json echoed = json::parse(first.json)["config"];
+        const vramcalc::ApiResult second = vramcalc::estimate_json(echoed.dump());
+        REQUIRE(second.ok);
+        CHECK(json::parse(second.json)["total_bytes"] == json::parse(first.json)["total_bytes"]);
+    }
+}

@@ -133,7 +133,7 @@ test('bad input: a message next to the field, the rest of the page still usable'
   assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
   assert.equal(JSON.parse(s.config).gpu, 'h100-80gb');
   // A custom architecture whose heads do not divide hidden: the error names model.heads.
-  await page.selectOption('#f-model', 'custom');
+  await page.click('.model-other button[data-model=custom]');
   await page.fill('#f-model-heads', '33');
   await settle(page);
   assert.match(await page.textContent('#e-model-heads'), /must divide hidden/);
@@ -172,13 +172,18 @@ test('share links round-trip, including a pasted Hugging Face config', async () 
 
   const hf = { model_type: 'llama', num_hidden_layers: 16, hidden_size: 2048, num_attention_heads: 32,
     num_key_value_heads: 8, intermediate_size: 8192, vocab_size: 128256, max_position_embeddings: 131072,
-    tie_word_embeddings: true, torch_dtype: 'bfloat16', architectures: ['LlamaForCausalLM'], rope_scaling: { factor: 32 } };
-  await page.selectOption('#f-model', 'hf');
+    tie_word_embeddings: true, hidden_act: 'silu', attention_dropout: 0.0, mlp_bias: false,
+    torch_dtype: 'bfloat16', architectures: ['LlamaForCausalLM'], rope_scaling: { factor: 32 }, rope_theta: 500000,
+    rms_norm_eps: 1e-5, bos_token_id: 128000, eos_token_id: [128001, 128008], use_cache: true,
+    transformers_version: '4.45.0' };
+  const dropped = ['torch_dtype', 'architectures', 'rope_scaling', 'rope_theta', 'rms_norm_eps', 'bos_token_id',
+    'eos_token_id', 'use_cache', 'transformers_version'];
+  await page.click('.model-other button[data-model=hf]');
   await page.fill('#f-hf', JSON.stringify(hf, null, 2));
   await settle(page);
   const s = await shown(page);
   assert.deepEqual(Object.keys(JSON.parse(s.config).model.hf_config).sort(),
-    Object.keys(hf).filter((k) => !['torch_dtype', 'architectures', 'rope_scaling'].includes(k)).sort());
+    Object.keys(hf).filter((k) => !dropped.includes(k)).sort());
   assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
   const link = await page.inputValue('#share-url');
   assert.match(link, /[?&]model=hf&hf=[A-Za-z0-9_-]+&/);
@@ -259,7 +264,7 @@ test('hostile share links: nothing executes, each problem is reported, the page 
     // Still usable: a valid change gives figures again.
     await page.evaluate(() => { document.body.classList.remove('embed'); });
     if (!(await page.isVisible('#f-model'))) throw new Error(`${label}: form hidden`);
-    await page.selectOption('#f-model', 'gpt2');
+    await page.fill('#f-model', 'gpt2');
     await page.selectOption('#f-strategy', 'deepspeed');
     await page.selectOption('#f-strategy', 'single');
     await page.selectOption('#f-gpu', 'a100-80gb');
@@ -272,4 +277,139 @@ test('hostile share links: nothing executes, each problem is reported, the page 
     await clean(page, log);
     await context.close();
   }
+});
+
+test('models by name: a Hugging Face id or hub URL selects it, offline; the link carries the id; unknown ids are reported', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  const requests = server.requests.length;
+  // The field offers the presets and the catalog.
+  const offered = await page.$$eval('#model-list option', (o) => o.map((x) => x.value));
+  for (const id of ['llama-2-7b', 'mixtral-8x7b', 'Qwen/Qwen3-8B', 'custom', 'hf']) assert.ok(offered.includes(id), id);
+  assert.ok(offered.length > 100, `${offered.length} models offered`);
+
+  await page.fill('#f-model', 'Qwen/Qwen3-8B');
+  await settle(page);
+  let s = await shown(page);
+  assert.equal(JSON.parse(s.config).model, 'Qwen/Qwen3-8B');
+  const native = cliTotal(s.config);
+  assert.equal(s.bytes, String(native.total_bytes));
+  assert.equal(await page.textContent('#e-model'), '');
+  assert.match(await page.textContent('#params'), /^8\.19 B parameters/);
+  assert.equal(new URL(page.url()).search, '?model=Qwen%2FQwen3-8B&gpu=a100-80gb');
+  assert.deepEqual(server.requests.slice(requests).filter((u) => u !== '/favicon.svg'), [], 'no request after the page loaded');
+
+  // A pasted hub URL selects its id (and the field shows the id); so does another spelling.
+  await page.fill('#f-model', 'llama-2-13b');
+  await settle(page);
+  assert.equal(JSON.parse((await shown(page)).config).model, 'llama-2-13b');
+  await page.fill('#f-model', 'https://huggingface.co/Qwen/Qwen3-8B/tree/main');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
+  assert.deepEqual(await shown(page), s);
+  await page.fill('#f-model', 'qwen/qwen3-8b');
+  await settle(page);
+  assert.equal(JSON.parse((await shown(page)).config).model, 'Qwen/Qwen3-8B');
+
+  // The share link round-trips the id.
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /\?model=Qwen%2FQwen3-8B&gpu=a100-80gb$/);
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(await shown(again.page), s);
+  await clean(again.page, again.log);
+  await again.context.close();
+  // A link with a hub URL or another case selects the catalog's id too.
+  const url = await open('?model=' + encodeURIComponent('https://huggingface.co/qwen/QWEN3-8b'));
+  assert.equal(await url.page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
+  assert.equal(await url.page.isHidden('#link-problems'), true);
+  await url.context.close();
+
+  // An unknown id: a message next to the field with close matches, no figures, the link unchanged.
+  await page.fill('#f-model', 'Qwen/Qwen3-9B');
+  await settle(page);
+  const message = await page.textContent('#e-model');
+  assert.match(message, /Qwen\/Qwen3-9B.*is not a preset or a model of the catalog/);
+  assert.match(message, /Did you mean [^?]*Qwen\/Qwen3-8B/);
+  assert.doesNotMatch(message, /JSON|hf_config|errors/);
+  assert.equal(await page.getAttribute('#f-model', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'invalid');
+  assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-9B');
+  assert.equal(new URL(page.url()).search, '?model=Qwen%2FQwen3-8B&gpu=a100-80gb');
+  // Another change elsewhere keeps the typed text and its message.
+  await page.selectOption('#f-gpu', 'h100-80gb');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-9B');
+  assert.match(await page.textContent('#e-model'), /not a preset/);
+  // Fixing it brings the figures back; clearing the field and leaving it shows the model again.
+  await page.fill('#f-model', 'Qwen/Qwen3-8B');
+  await settle(page);
+  assert.equal(await page.textContent('#e-model'), '');
+  assert.ok(await page.getAttribute('#total', 'data-bytes'));
+  await page.fill('#f-model', '');
+  await page.focus('#f-seq_len');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
+  assert.equal(await page.textContent('#e-model'), '');
+
+  // An unknown id in a link is reported as text and ignored.
+  const bad = await open('?model=' + encodeURIComponent('Qwen/Qwen3-9B<b>x</b>'));
+  assert.match(await bad.page.textContent('#link-problems'), /Qwen\/Qwen3-9B<b>x<\/b>.*is not a preset/);
+  assert.equal(await bad.page.inputValue('#f-model'), 'llama-2-7b');
+  await clean(bad.page, bad.log);
+  await bad.context.close();
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('the explicit architecture starts from the shape, never the experts, of the previous model', async () => {
+  const { page, context, log } = await open('?model=mixtral-8x7b&gpu=h200');
+  await page.click('.model-other button[data-model=custom]');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'custom');
+  assert.equal(await page.inputValue('#f-model-experts'), '1');
+  assert.equal(await page.inputValue('#f-model-experts_per_token'), '1');
+  assert.equal(await page.inputValue('#f-model-hidden'), '4096');
+  assert.equal(await page.inputValue('#f-model-kv_heads'), '8');
+  const s = await shown(page);
+  const model = JSON.parse(s.config).model;
+  assert.equal(model.experts, 1);
+  assert.equal(model.experts_per_token, 1);
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  assert.doesNotMatch(page.url(), /experts/);
+
+  // The activation follows the MLP until it is set apart; the link carries it only then. A plain MLP has no
+  // gate_proj for LoRA to target.
+  await page.selectOption('#f-finetune', 'lora');
+  await page.check('#f-targets input[value=gate_proj]');
+  await page.selectOption('#f-model-mlp', 'gelu');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model-activation'), 'gelu');
+  assert.deepEqual(JSON.parse((await shown(page)).config).finetune.targets, ['q_proj', 'v_proj']);
+  assert.equal(await page.isChecked('#f-targets input[value=gate_proj]'), false);
+  assert.doesNotMatch(page.url(), /activation/);
+  await page.selectOption('#f-model-activation', 'relu');
+  await page.selectOption('#f-model-position', 'alibi');
+  await settle(page);
+  const t = await shown(page);
+  assert.equal(JSON.parse(t.config).model.activation, 'relu');
+  assert.equal(JSON.parse(t.config).model.position, 'alibi');
+  assert.equal(t.bytes, String(cliTotal(t.config).total_bytes));
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /model\.activation=relu/);
+  const again = await open(link.slice(server.url.length));
+  assert.deepEqual(await shown(again.page), t);
+  await again.context.close();
+
+  // From a catalog model (no architecture on the page): the Llama-style defaults.
+  await page.fill('#f-model', 'Qwen/Qwen3-8B');
+  await page.fill('#f-model', 'custom');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model-layers'), '32');
+  assert.equal(await page.inputValue('#f-model-experts'), '1');
+  assert.equal(await page.inputValue('#f-model-activation'), 'silu');
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
 });
