@@ -50,7 +50,7 @@ double megatron_layer_bytes(const Config& c) {
 // Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
 // for its weight gradient, a frozen norm weight no normalised input.
 bool targeted(const Config& c, const std::vector<std::string>& names) {
-    if (trains_all_weights(c)) return true;
+    if (trains_all_weights(c)) return true;  // (callers test this first: it saves building `names`)
     for (const std::string& t : c.finetune.targets) {
         if (t == "all-linear") return true;
         for (const std::string& n : names)
@@ -61,25 +61,28 @@ bool targeted(const Config& c, const std::vector<std::string>& names) {
 std::vector<std::string> attention_input_names(const Architecture& a) {
     std::vector<std::string> names;
     for (const Linear& l : attention_linears(a))
-        if (l.in == a.hidden && l.name != family(a.family).o) names.push_back(l.name);
+        if (l.in == a.hidden && l.name != (*a.family).o) names.push_back(l.name);
     return names;
 }
-double attention_projections(const Architecture& a) { return double(attention_input_names(a).size()); }
-double mlp_projections(const Architecture& a) { return gated(a) && !family(a.family).fused_gate_up ? 2 : 1; }
-bool attention_inputs_saved(const Config& c) { return targeted(c, attention_input_names(c.model)); }
-bool mlp_inputs_saved(const Config& c) {
-    const Family& f = family(c.model.family);
-    return targeted(c, {f.up, f.gate ? f.gate : f.up});
+// Projections reading the layer's normalised input: q, k, v (one when fused); MLA's q_a (or q) and kv_a.
+double attention_projections(const Architecture& a) { return is_mla(a) ? 2 : a.family->qkv ? 1 : 3; }
+double mlp_projections(const Architecture& a) { return gated(a) && !a.family->fused_gate_up ? 2 : 1; }
+bool attention_inputs_saved(const Config& c) {
+    return trains_all_weights(c) || targeted(c, attention_input_names(c.model));
 }
-bool out_proj_input_saved(const Config& c) { return targeted(c, {family(c.model.family).o}); }
-bool down_proj_input_saved(const Config& c) { return targeted(c, {family(c.model.family).down}); }
+bool mlp_inputs_saved(const Config& c) {
+    const Family& f = *c.model.family;
+    return trains_all_weights(c) || targeted(c, {f.up, f.gate ? f.gate : f.up});
+}
+bool out_proj_input_saved(const Config& c) { return trains_all_weights(c) || targeted(c, {c.model.family->o}); }
+bool down_proj_input_saved(const Config& c) { return trains_all_weights(c) || targeted(c, {c.model.family->down}); }
 
 // A norm over `elements` values in `rows` rows, its input `in_bytes` wide: what it saves. RMSNorm
 // (modeling_llama.py LlamaRMSNorm): the fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back for the
 // weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
 double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
-    if (c.model.norm == Norm::layernorm && family(c.model.family).python_layernorm)  // CohereLayerNorm
+    if (c.model.norm == Norm::layernorm && (*c.model.family).python_layernorm)  // CohereLayerNorm
         return 8 * elements + 4 * rows + (trains_all_weights(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
         const bool half = c.precision == Precision::bf16_true || c.precision == Precision::fp16_true;
@@ -131,7 +134,7 @@ double qk_norm_bytes(const Config& c) {
 double softmax_path_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double s2 = attention_scores_elements(c), e = compute_element_bytes(c);
-    const bool fp32_softmax = family(a.family).fp32_softmax || autocast(c);
+    const bool fp32_softmax = (*a.family).fp32_softmax || autocast(c);
     double bytes = s2 * (fp32_softmax ? 4 : e);
     if (!attention_dropout(c) && fp32_softmax && e < 4) bytes += s2 * e;
     if (attention_dropout(c)) bytes += s2 * (dropout_mask_element_bytes(c) + e);
@@ -225,7 +228,7 @@ double dense_mlp_bytes(const Config& c) {
 double moe_mlp_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c), h = double(a.hidden);
-    const bool every = family(a.family).experts_see_every_token;
+    const bool every = (*a.family).experts_see_every_token;
     const double routed = n * double(every ? a.experts : a.experts_per_token);
     const double ex = every ? e : weight_element_bytes(c);
     double bytes = mlp_core_bytes(c, routed * double(expert_ffn(a)), ex);
@@ -269,7 +272,7 @@ double activations_bytes(const Config& c) {
     }
     // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
     // neither does a frozen k projection's partner q in q @ k^T.
-    const Family& f = family(a.family);
+    const Family& f = (*a.family);
     if (!trains_all_weights(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
         bytes -= single_norm_bytes(c);
         if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)

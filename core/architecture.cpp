@@ -105,7 +105,7 @@ std::uint64_t total_params(const Architecture& a) {
 }
 
 std::vector<Linear> attention_linears(const Architecture& a) {
-    const Family& f = family(a.family);
+    const Family& f = (*a.family);
     const std::uint64_t h = a.hidden, q = q_width(a), kv = kv_width(a), v = v_width(a);
     const std::uint64_t o_in = a.heads * (is_mla(a) ? a.v_head_dim : head_dim(a));
     std::vector<Linear> l;
@@ -128,7 +128,7 @@ std::vector<Linear> attention_linears(const Architecture& a) {
 std::vector<Linear> mlp_linears(const Architecture& a) {
     // Dense MLPs (every layer of a dense model; MoE models' dense layers), then MoE layers' routed experts
     // (3-D parameters in transformers 5, counted once per expert) and shared experts.
-    const Family& f = family(a.family);
+    const Family& f = (*a.family);
     const std::uint64_t h = a.hidden, moe = moe_layers(a), dense = a.layers - moe;
     std::vector<Linear> l;
     auto mlp = [&](std::uint64_t width, std::uint64_t count, std::uint64_t layers, const std::string& prefix) {
@@ -154,10 +154,19 @@ std::vector<Linear> layer_linears(const Architecture& a) {
     return l;
 }
 
+// The same sum as over layer_linears' matrices, in closed form (estimates call it in a loop).
 std::uint64_t linear_weight_params(const Architecture& a) {
-    std::uint64_t n = 0;
-    for (const Linear& l : layer_linears(a)) n += l.in * l.out * l.count * (l.layers ? l.layers : a.layers);
-    return n;
+    const std::uint64_t h = a.hidden, o_in = a.heads * (is_mla(a) ? a.v_head_dim : head_dim(a));
+    std::uint64_t attention = o_in * h;
+    if (is_mla(a))
+        attention += (a.q_lora_rank ? h * a.q_lora_rank + a.q_lora_rank * q_width(a) : h * q_width(a)) +
+                     h * (a.kv_lora_rank + a.qk_rope_dim) + a.kv_lora_rank * a.heads * (a.qk_nope_dim + a.v_head_dim);
+    else
+        attention += h * (q_width(a) + kv_width(a) + v_width(a));
+    const std::uint64_t m = mlp_matrices(a) * h, moe = moe_layers(a);
+    std::uint64_t mlp = (a.layers - moe) * m * a.ffn;
+    if (moe) mlp += moe * m * (a.experts * expert_ffn(a) + shared_width(a));
+    return a.layers * attention + mlp;
 }
 
 std::vector<Linear> adapter_linears(const Architecture& a) {
@@ -238,7 +247,7 @@ std::vector<Tensor> parameter_tensors(const Architecture& a) {
         }
         if (a.shared_expert_gate) t.push_back({1, h, moe, true});
     };
-    if (family(a.family).norm_first) {
+    if ((*a.family).norm_first) {
         norm(h, L, true), attention(), norm(h, L, true), mlp();
     } else {
         attention(), mlp(), norm(h, L * a.norms_per_layer, true);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "activations.hpp"
+#include "families.hpp"
 
 namespace vramcalc {
 
@@ -16,7 +17,7 @@ enum class QkNorm { none, per_head, full };
 
 struct Architecture {
     std::string id = "custom";     // catalog id, or "custom"
-    std::string family = "llama";  // the HF model_type whose module names and attention code it follows
+    const Family* family = &llama_family();  // whose module names and modeling code it follows
     std::uint64_t layers = 32;
     std::uint64_t hidden = 4096;
     std::uint64_t heads = 32;

@@ -101,9 +101,7 @@ std::string explicit_keys() {
 
 std::string module_families() {
     std::string s;
-    for (const char* f : {"llama", "gpt2", "gpt_neox", "phi", "phi3", "starcoder2", "gptj", "falcon", "bloom", "opt",
-                          "mpt", "internlm2", "exaone", "llama4", "cohere", "deepseek_v2", "deepseek_v3"})
-        s += (s.empty() ? "\"" : ", \"") + std::string(f) + "\"";
+    for (const Family& f : family_rows()) s += (s.empty() ? "\"" : ", \"") + std::string(f.model_type) + "\"";
     return s;
 }
 
@@ -118,10 +116,10 @@ void read_explicit_architecture(const json& obj, Architecture& a, std::vector<Fi
     for (const IntField& f : kIntFields) r.integer(f.key, a.*f.member, f.lo, f.hi);
     if (const json* v = r.find("family")) {
         const std::string s = v->is_string() ? v->get<std::string>() : "";
-        if (module_families().find("\"" + s + "\"") == std::string::npos || s.empty())
-            r.fail("family", "must be one of " + module_families() + " (module names and attention code), got " + show(*v));
+        if (const Family* f = find_family_row(s))
+            a.family = f;
         else
-            a.family = s;
+            r.fail("family", "must be one of " + module_families() + " (module names and modeling code), got " + show(*v));
     }
     r.choice("mlp", a.mlp, kMlp);
     a.activation = a.mlp == Mlp::swiglu ? Activation::silu : a.mlp == Mlp::geglu ? Activation::gelu_tanh : Activation::gelu;
@@ -393,7 +391,7 @@ json architecture_to_json(const Architecture& a) {
               {"kv_heads", a.kv_heads},
               {"ffn", a.ffn},
               {"vocab", a.vocab},
-              {"family", a.family},
+              {"family", a.family->model_type},
               {"mlp", kMlp.name(a.mlp)},
               {"activation", activation_cost(a.activation).name},
               {"norm", kNorm.name(a.norm)},

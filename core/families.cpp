@@ -6,7 +6,7 @@ namespace {
 
 // Module names from each family's modeling_<type>.py in transformers 5.18 (internlm2 and exaone: the
 // models' own remote code); fp32_softmax from each eager attention function.
-constexpr Family kFamilies[] = {
+const std::vector<Family> kFamilies = {
     // type          qkv                q         k         v         o            gate          up              down             fused  fp32   norm1st every pyln
     {"llama",        nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false},
     {"gpt2",         "c_attn",          nullptr,  nullptr,  nullptr,  "c_proj",    nullptr,      "c_fc",         "c_proj",        false, false, true, false, false},
@@ -30,16 +30,13 @@ constexpr Family kFamilies[] = {
 
 }  // namespace
 
-const Family& family(const std::string& model_type) {
+const Family* find_family_row(const std::string& model_type) {
     for (const Family& f : kFamilies)
-        if (model_type == f.model_type) return f;
-    return kFamilies[0];
+        if (model_type == f.model_type) return &f;
+    return nullptr;
 }
 
-bool known_family(const std::string& model_type) {
-    for (const Family& f : kFamilies)
-        if (model_type == f.model_type) return true;
-    return false;
-}
+const Family& llama_family() { return kFamilies[0]; }
+const std::vector<Family>& family_rows() { return kFamilies; }
 
 }  // namespace vramcalc

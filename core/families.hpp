@@ -2,6 +2,7 @@
 // facts the memory terms need beyond the shapes. One row per HF model_type (families.cpp).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace vramcalc {
 
@@ -28,8 +29,9 @@ struct Family {
     bool python_layernorm;
 };
 
-// The family of an HF model_type; Llama's names for an unknown one.
-const Family& family(const std::string& model_type);
-bool known_family(const std::string& model_type);
+// A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).
+const Family* find_family_row(const std::string& model_type);
+const Family& llama_family();
+const std::vector<Family>& family_rows();
 
 }  // namespace vramcalc

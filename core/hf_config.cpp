@@ -463,7 +463,8 @@ void read_hf_config(const json& hf, Architecture& a, const std::string& prefix, 
     }
     a = Architecture{};
     a.id = "custom";
-    a.family = f->names;
+    const Family* row = find_family_row(f->names);
+    a.family = row ? row : &llama_family();
     a.mlp = f->mlp, a.activation = f->act, a.norm = f->norm, a.norm_bias = f->norm_bias;
     a.norms_per_layer = f->norms, a.parallel_block = f->parallel, a.qk_norm = f->qk_norm;
     a.attention_bias = f->attention_bias, a.qkv_bias = f->qkv_bias, a.mlp_bias = f->mlp_bias;

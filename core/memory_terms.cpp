@@ -189,7 +189,7 @@ double autocast_weight_copy_bytes(const Config& c) {
     if (!autocast(c)) return 0;
     // Routed experts through grouped_mm (not autocast-enabled) run on their fp32 weights: no cast.
     double cast = double(linear_weight_params(c.model));
-    if (is_moe(c.model) && !family(c.model.family).experts_see_every_token)
+    if (is_moe(c.model) && !(*c.model.family).experts_see_every_token)
         for (const Linear& l : mlp_linears(c.model))
             if (l.name.rfind("experts.", 0) == 0) cast -= double(l.in * l.out * l.count * (l.layers ? l.layers : c.model.layers));
     // Checkpointed layers cast again when recomputed; only lm_head's cast is held from the forward.

@@ -18,7 +18,7 @@ Architecture gpt2(const char* id, std::uint64_t layers, std::uint64_t hidden, st
     Architecture a;
     a.id = id;
     a.layers = layers, a.hidden = hidden, a.heads = heads, a.kv_heads = heads, a.ffn = 4 * hidden;
-    a.family = "gpt2", a.vocab = 50257, a.max_positions = 1024, a.mlp = Mlp::gelu, a.activation = Activation::gelu_new;
+    a.family = find_family_row("gpt2"), a.vocab = 50257, a.max_positions = 1024, a.mlp = Mlp::gelu, a.activation = Activation::gelu_new;
     a.norm = Norm::layernorm, a.attention_bias = a.mlp_bias = true;
     a.tied_embeddings = true, a.position = Position::learned;
     a.set_dropout(0.1);
@@ -67,7 +67,7 @@ const std::vector<ModelPreset>& model_presets() {
          with(llama("gemma-7b", 28, 3072, 16, 16, 24576, 256000, 8192, true),
               [](Architecture& a) { a.head_dim = 256, a.mlp = Mlp::geglu, a.activation = Activation::gelu_tanh; })},
         {"Phi-3 mini (3.8B)", "microsoft/Phi-3-mini-4k-instruct",
-         with(llama("phi-3-mini", 32, 3072, 32, 32, 8192, 32064, 4096), [](Architecture& a) { a.family = "phi3"; })},
+         with(llama("phi-3-mini", 32, 3072, 32, 32, 8192, 32064, 4096), [](Architecture& a) { a.family = find_family_row("phi3"); })},
     };
     return table;
 }

@@ -60,6 +60,14 @@ TEST_CASE("every family's layout variants count as transformers builds them") {
         const json r = json::parse(line);
         INFO(r["name"].get<std::string>());
         CHECK(count(r["hf_config"]) == r["transformers_params"].get<std::uint64_t>());
+        // The closed-form sum of the projections' weights equals the sum over the named projections, and
+        // the parameter tensors add up to the count.
+        const Architecture a = parse_config(json{{"model", {{"hf_config", r["hf_config"]}}}, {"seq_len", 64}}).config.model;
+        std::uint64_t linear = 0, tensors = 0;
+        for (const Linear& l : layer_linears(a)) linear += l.in * l.out * l.count * (l.layers ? l.layers : a.layers);
+        for (const Tensor& t : parameter_tensors(a)) tensors += t.numel() * t.count;
+        CHECK(linear_weight_params(a) == linear);
+        CHECK(tensors == total_params(a));
         ++cases;
     }
     CHECK(cases >= 56);
