@@ -24,6 +24,12 @@ double dropout_mask_element_bytes(const Config& c) {
 bool residual_dropout(const Config& c) { return c.model.residual_dropout > 0; }
 bool attention_dropout(const Config& c) { return c.model.attention_dropout > 0; }
 
+// The share of layers whose attention needs a mask beyond causality: sliding windows shorter than the sequence.
+double sliding_share(const Config& c) {
+    const Architecture& a = c.model;
+    return a.sliding_window && a.sliding_window < c.seq_len ? double(a.sliding_layers) / double(a.layers) : 0;
+}
+
 double attention_scores_elements(const Config& c) {
     return double(c.micro_batch) * double(c.model.heads) * double(c.seq_len) * double(c.seq_len);
 }
@@ -163,6 +169,10 @@ bool mla_math_fallback(const Config& c) { return is_mla(c.model) && c.attention 
 double norm_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
     double bytes = double(a.norms_per_layer) * single_norm_bytes(c);
+    // Parallel blocks with two norms (GPT-NeoX, Falcon's new architecture) normalise the same input: it is
+    // saved once, the second norm keeps only its own statistics and output.
+    if (a.parallel_block && a.norms_per_layer == 2)
+        bytes -= tokens(c) * double(a.hidden) * (a.norm == Norm::layernorm ? residual_element_bytes(c) : 4);
     const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !autocast(c);
     if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
     if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
@@ -185,8 +195,12 @@ double attention_activation_bytes(const Config& c) {
             bytes += mla_attention_bytes(c, e) + (c.checkpointing != Checkpointing::selective ? softmax_path_bytes(c) : 0);
         bytes += out_proj_input;
     } else if (c.attention == Attention::flash) {
-        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2).
-        bytes += e * n * (q + 2 * kv) + e * n * q + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2). transformers passes GQA
+        // to SDPA only without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a
+        // sliding-window layer has a mask, so its k and v are repeated to every head first.
+        const double repeated = head_dim(a) > 256 ? 1 : sliding_share(c);
+        bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q +
+                 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
     } else {
         // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
         const double kv_saved = a.kv_heads < a.heads ? q : kv;
@@ -259,6 +273,9 @@ double activations_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
     double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
+    // SDPA saves the boolean sliding-window mask (one tensor, shared by those layers).
+    if (c.attention == Attention::flash && sliding_share(c) > 0 && c.strategy != Strategy::megatron)
+        bytes += double(c.micro_batch) * double(c.seq_len) * double(c.seq_len);
     if (holds_embedding(c)) {
         if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
         if (a.embedding_norm) bytes += single_norm_bytes(c);
