@@ -88,6 +88,8 @@ bool down_proj_input_saved(const Config& c) { return trains_all_weights(c) || ta
 // weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
 double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
+    if (c.model.family->norm_weight_in_fp32 && c.model.norm == Norm::rmsnorm)  // fp32 input, normalised input, rsqrt
+        return 4 * elements + 4 * rows + (trains_all_weights(c) ? 4 * elements : 0);
     if (c.model.norm == Norm::layernorm && (*c.model.family).python_layernorm)  // CohereLayerNorm
         return 8 * elements + 4 * rows + (trains_all_weights(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
@@ -111,16 +113,30 @@ double norm_output_bytes(const Config& c, double projections) {
     return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
 }
 
-// LoRA's A projections keep their (fp32, PEFT's autocast_adapter_dtype) output for B's weight gradient,
-// and an fp32 copy of a 16-bit input.
+// LoRA's A projections keep their output for B's weight gradient: fp32 with PEFT's fp32 adapters (which also
+// keep an fp32 copy of a 16-bit input), else in the compute dtype beside the input the layer saves anyway.
+// With adapter dropout each adapter module keeps its mask (its dropped input takes the place of the input;
+// LitGPT's fused qkv adapter is one module).
 double lora_adapter_bytes(const Config& c) {
     if (trains_all_weights(c)) return 0;
     double bytes = 0;
-    const double n = tokens(c);
+    const double n = tokens(c), e = compute_element_bytes(c);
+    const bool fp32 = c.adapter_dtype == AdapterDtype::fp32;
+    bool fused_qkv_counted = false;
     for (const Linear& l : adapter_linears(c.model))
-        if (targeted(c, {l.name}))
-            bytes += (4 * n * double(c.finetune.rank) + (compute_element_bytes(c) < 4 ? 4 * n * double(l.in) : 0)) *
-                     double(l.count) * double(l.layers ? l.layers : c.model.layers) / double(c.model.layers);
+        if (targeted(c, {l.name})) {
+            double one = fp32 ? 4 * n * double(c.finetune.rank) + (e < 4 ? 4 * n * double(l.in) : 0) : e * n * double(c.finetune.rank);
+            const bool in_fused_qkv = c.model.family->qkv && l.in == c.model.hidden && l.name != c.model.family->o;
+            if (c.finetune.dropout > 0 && !(in_fused_qkv && fused_qkv_counted))
+                one += n * double(l.in) * dropout_mask_element_bytes(c);
+            // LitGPT's LoRAQKVLinear pads a partial q/k/v update with index_copy_, which keeps the unpadded
+            // adapter output (lora.py zero_pad) unless all three parts are adapted.
+            if (in_fused_qkv && !targeted(c, {c.model.family->q}) + !targeted(c, {c.model.family->k}) +
+                                        !targeted(c, {c.model.family->v}) > 0)
+                one += e * n * double(l.out);
+            fused_qkv_counted = fused_qkv_counted || in_fused_qkv;
+            bytes += one * double(l.count) * double(l.layers ? l.layers : c.model.layers) / double(c.model.layers);
+        }
     return bytes;
 }
 
@@ -198,7 +214,7 @@ double attention_activation_bytes(const Config& c) {
         // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2). transformers passes GQA
         // to SDPA only without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a
         // sliding-window layer has a mask, so its k and v are repeated to every head first.
-        const double repeated = head_dim(a) > 256 ? 1 : sliding_share(c);
+        const double repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv ? 1 : sliding_share(c);
         bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q +
                  4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
     } else {
@@ -284,6 +300,10 @@ double activations_bytes(const Config& c) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
+        // A LoRA adapter on the output projection keeps its input and its rank-sized output.
+        if (!trains_all_weights(c) && adapts_head(a, c.finetune.targets))
+            bytes += nh * compute_element_bytes(c) +
+                     tokens(c) * double(c.finetune.rank) * (c.adapter_dtype == AdapterDtype::fp32 ? 4 : compute_element_bytes(c));
         // Router logits kept for the auxiliary loss: every MoE layer's, fp32, until the loss.
         if (a.router_logits_kept) bytes += double(moe_layers(a)) * tokens(c) * double(a.experts) * 4;
     }
@@ -322,19 +342,54 @@ double logits_extra_bytes(const Config& c, double nv) {
 
 }  // namespace
 
-// transformers' ForCausalLMLoss at the end of forward: the 16-bit logits, their fp32 upcast and the
-// saved log-softmax output.
-double logits_forward_peak_bytes(const Config& c) {
-    if (!holds_head(c)) return 0;
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
-    return (e < 4 ? e + 4 : 4) * nv + 4 * nv + logits_extra_bytes(c, nv);
+namespace {
+
+// The stack's logits path (frameworks.cpp) for the configured loss.
+const LogitsPath& logits_path(const Config& c) {
+    const FrameworkProfile& p = framework_profile(c.framework);
+    if (c.loss == Loss::full) return p.full;
+    return c.lm_head_chunks ? p.chunked_lm_head : p.chunked;
 }
 
-// At log_softmax's backward the saved output, the incoming gradient and the result are all live in fp32.
+double moment_bytes(const Config& c, const LogitsMoment& m) {
+    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
+    return nv * (m.half * e + m.upcast * (e < 4 ? 4 : 0) + m.fp32 * 4 + m.per_chunk * 4 / double(c.loss_chunks));
+}
+
+// Liger's fused linear cross-entropy (ops/fused_linear_cross_entropy.py): lm_head and the loss run over
+// chunks of about n*h/V tokens, so a chunk's logits and their gradient are n*h-sized; the gradients of
+// lm_head's input and weight are computed in the forward and held until the backward.
+double fused_linear_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double nh = tokens(c) * double(a.hidden);
+    return 2 * 4 * nh + nh * compute_element_bytes(c) +
+           (trains_all_weights(c) ? double(a.vocab) * double(a.hidden) * weight_element_bytes(c) : 0);
+}
+
+}  // namespace
+
+// At the end of forward, inside the loss (transformers' ForCausalLMLoss: the 16-bit logits, their fp32
+// upcast and the saved log-softmax; other stacks after frameworks.cpp).
+double logits_forward_peak_bytes(const Config& c) {
+    if (!holds_head(c)) return 0;
+    if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
+    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
+    return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv);
+}
+
+// At the first log-softmax backward (transformers: the saved output, the incoming gradient and the result,
+// all fp32).
 double logits_backward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
+    if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
     const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
-    return 3 * 4 * nv + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0);
+    return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0);
+}
+
+// Logits a training loop keeps alive through the optimizer step (LitGPT's `logits` variable).
+double logits_step_bytes(const Config& c) {
+    if (!holds_head(c) || c.loss == Loss::fused_linear) return 0;
+    return moment_bytes(c, logits_path(c).step);
 }
 
 double final_norm_activation_bytes(const Config& c) {

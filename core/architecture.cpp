@@ -116,10 +116,10 @@ std::vector<Linear> attention_linears(const Architecture& a) {
             l.push_back({"q_proj", h, q});
         l.push_back({"kv_a_proj_with_mqa", h, a.kv_lora_rank + a.qk_rope_dim});
         l.push_back({"kv_b_proj", a.kv_lora_rank, a.heads * (a.qk_nope_dim + a.v_head_dim)});
-    } else if (f.qkv) {
-        l.push_back({f.qkv, h, q + kv + v});
-    } else {
+    } else if (f.q) {  // separate modules, or LitGPT's named parts of one fused module
         l.push_back({f.q, h, q}), l.push_back({f.k, h, kv}), l.push_back({f.v, h, v});
+    } else {
+        l.push_back({f.qkv, h, q + kv + v});
     }
     l.push_back({f.o, o_in, h});
     return l;
@@ -180,6 +180,10 @@ std::vector<Linear> adapter_linears(const Architecture& a) {
     return out;
 }
 
+bool adapts_head(const Architecture& a, const std::vector<std::string>& targets) {
+    return std::find(targets.begin(), targets.end(), a.family->head) != targets.end();
+}
+
 std::vector<Tensor> lora_tensors(const Architecture& a, std::uint64_t rank, const std::vector<std::string>& targets) {
     const bool all = std::find(targets.begin(), targets.end(), "all-linear") != targets.end();
     std::vector<Tensor> out;
@@ -189,6 +193,7 @@ std::vector<Tensor> lora_tensors(const Architecture& a, std::uint64_t rank, cons
             out.push_back({rank, l.in, n, true});   // A: rank x in
             out.push_back({l.out, rank, n, true});  // B: out x rank
         }
+    if (adapts_head(a, targets)) out.push_back({rank, a.hidden}), out.push_back({a.vocab, rank});
     return out;
 }
 

@@ -125,7 +125,9 @@ struct Tensor {
 // Every parameter tensor in module registration order (what optimizer.step() walks); their elements add up
 // to total_params.
 std::vector<Tensor> parameter_tensors(const Architecture&);
-// The LoRA A and B matrices on the named projections of every layer.
+// Whether LoRA adapts the output projection (named explicitly: "all-linear" leaves it out, as PEFT does).
+bool adapts_head(const Architecture&, const std::vector<std::string>& targets);
+// The LoRA A and B matrices on the named projections of every layer (and on the output projection).
 std::vector<Tensor> lora_tensors(const Architecture&, std::uint64_t rank, const std::vector<std::string>& targets);
 
 // Trainable adapter parameters for LoRA of `rank` on the named projections of every layer.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "architecture.hpp"
+#include "frameworks.hpp"
 
 namespace vramcalc {
 
@@ -28,6 +29,7 @@ struct Finetune {
     FinetuneMethod method = FinetuneMethod::full;
     std::uint64_t rank = 8;
     std::vector<std::string> targets{"q_proj", "v_proj"};
+    double dropout = 0;  // LoRA dropout on the adapters' input
 };
 
 struct Gpu {
@@ -39,6 +41,7 @@ struct Gpu {
 };
 
 struct Config {
+    Framework framework = Framework::hf;
     Architecture model;
     std::uint64_t seq_len = 2048;
     std::uint64_t micro_batch = 1;
@@ -59,6 +62,12 @@ struct Config {
     Gpu gpu;
     Device device = Device::cuda;
     TorchVersion torch = TorchVersion::v2;
+    // Knobs a framework profile sets (frameworks.cpp); each can be set on its own.
+    Loss loss = Loss::full;
+    std::uint64_t loss_chunks = 8;
+    bool lm_head_chunks = false;          // lm_head runs per loss chunk
+    AdapterDtype adapter_dtype = AdapterDtype::fp32;
+    bool optimizer_in_backward = false;   // each gradient is applied and freed as backward produces it
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both
     std::vector<std::string> notes;  // assumptions made reading the model (reported as warnings)
 };
@@ -74,6 +83,8 @@ const char* to_string(Strategy);
 const char* to_string(Offload);
 const char* to_string(Device);
 const char* to_string(TorchVersion);
+const char* to_string(Loss);
+const char* to_string(AdapterDtype);
 
 // Data parallel degree: the GPUs that hold replicas (or ZeRO shards) of the same layers.
 inline std::uint64_t data_parallel(const Config& c) { return c.gpus / (c.tp * c.pp); }

@@ -44,6 +44,8 @@ const Names<Offload, 3> kOffload{
     {{Offload::none, "none"}, {Offload::optimizer, "optimizer"}, {Offload::optimizer_and_params, "optimizer+params"}}};
 const Names<Device, 2> kDevice{{{Device::cuda, "cuda"}, {Device::cpu, "cpu"}}};
 const Names<TorchVersion, 2> kTorch{{{TorchVersion::v2, "2"}, {TorchVersion::v1_13, "1.13"}}};
+const Names<Loss, 3> kLoss{{{Loss::full, "full"}, {Loss::chunked, "chunked"}, {Loss::fused_linear, "fused-linear"}}};
+const Names<AdapterDtype, 2> kAdapterDtype{{{AdapterDtype::fp32, "fp32"}, {AdapterDtype::base, "base"}}};
 const Names<Mlp, 3> kMlp{{{Mlp::swiglu, "swiglu"}, {Mlp::geglu, "geglu"}, {Mlp::gelu, "gelu"}}};
 const Names<Norm, 2> kNorm{{{Norm::rmsnorm, "rmsnorm"}, {Norm::layernorm, "layernorm"}}};
 const Names<Position, 4> kPosition{
@@ -187,6 +189,7 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
     if (!r.has("method")) r.fail("method", "is required: \"lora\" or \"qlora\"");
     r.choice("method", c.finetune.method, kMethod);
     r.integer("rank", c.finetune.rank, 1, 65536);
+    r.number("dropout", c.finetune.dropout, 0.0, 1.0, true);
     // Module names depend on the model (check_consistency checks them against its projections).
     if (const json* t = r.find("targets")) {
         if (!t->is_array() || t->empty() || t->size() > 64) {
@@ -201,7 +204,7 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
             }
         }
     }
-    r.reject_unknown("method, rank, targets");
+    r.reject_unknown("method, rank, targets, dropout");
 }
 
 void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
@@ -284,10 +287,11 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         for (const Linear& l : modules)
             if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + l.name;
         for (const std::string& t : c.finetune.targets) {
-            bool found = t == "all-linear";
+            bool found = t == "all-linear" || t == a.family->head;
             for (const Linear& l : modules) found = found || l.name == t;
             if (!found)
-                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names + ", all-linear");
+                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names +
+                                            ", " + a.family->head + ", all-linear");
         }
     }
     if (c.gpus % (c.tp * c.pp) != 0)
@@ -326,6 +330,8 @@ const char* to_string(Strategy e) { return kStrategy.name(e); }
 const char* to_string(Offload e) { return kOffload.name(e); }
 const char* to_string(Device e) { return kDevice.name(e); }
 const char* to_string(TorchVersion e) { return kTorch.name(e); }
+const char* to_string(Loss e) { return kLoss.name(e); }
+const char* to_string(AdapterDtype e) { return kAdapterDtype.name(e); }
 
 ParsedConfig parse_config(const json& v) {
     ParsedConfig out;
@@ -338,7 +344,23 @@ ParsedConfig parse_config(const json& v) {
         return out;
     }
     Reader r(v, "", errors);
+    // The framework first: its profile gives the other keys their defaults.
+    const FrameworkProfile* profile = &framework_profile(Framework::hf);
+    if (const json* f = r.find("framework")) {
+        profile = f->is_string() ? find_framework(f->get<std::string>()) : nullptr;
+        if (!profile) {
+            std::string names;
+            for (const FrameworkProfile& p : framework_profiles()) names += (names.empty() ? "\"" : ", \"") + std::string(p.name) + "\"";
+            errors.push_back({"framework", "must be one of " + names + ", got " + show(*f)});
+            profile = &framework_profile(Framework::hf);
+        }
+    }
+    c.framework = profile->id;
+    for (auto& [p, name] : kPrecision.items)
+        if (std::string(name) == profile->precision) c.precision = p;
+    c.loss = profile->loss, c.loss_chunks = profile->loss_chunks, c.adapter_dtype = profile->adapter_dtype;
     read_model(r.find("model"), c, errors);
+    if (*profile->modules) c.model.family = find_family_row(profile->modules);  // the stack's own model code
     const bool seq_len_given = v.contains("seq_len");
     r.integer("seq_len", c.seq_len, 1, kMaxTokens);
     r.integer("micro_batch", c.micro_batch, 1, kMaxBatch);
@@ -362,9 +384,18 @@ ParsedConfig parse_config(const json& v) {
     read_gpu(r.find("gpu"), c, errors);
     r.choice("device", c.device, kDevice);
     r.choice("torch", c.torch, kTorch);
-    r.reject_unknown(key_list({"model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
+    r.choice("loss", c.loss, kLoss);
+    // LitGPT's chunks are 128-token blocks (lm_head_chunk_size, chunked_cross_entropy's chunk_size).
+    if (profile->loss_chunks == 0) c.loss_chunks = std::max<std::uint64_t>(1, (c.micro_batch * c.seq_len + 127) / 128);
+    r.integer("loss_chunks", c.loss_chunks, 1, kMaxTokens);
+    c.lm_head_chunks = profile->lm_head_chunks_for_lora && c.finetune.method != FinetuneMethod::full;
+    r.boolean("lm_head_chunks", c.lm_head_chunks);
+    r.choice("adapter_dtype", c.adapter_dtype, kAdapterDtype);
+    r.boolean("optimizer_in_backward", c.optimizer_in_backward);
+    r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
-                               "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch"}));
+                               "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch", "loss",
+                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
     if (errors.empty()) check_consistency(c, errors);
@@ -422,9 +453,11 @@ json config_to_json(const Config& c) {
     json model = c.model.id == "custom" ? architecture_to_json(c.model) : json(c.model.id);
     json finetune = "full";
     if (c.finetune.method != FinetuneMethod::full)
-        finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets}};
+        finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets},
+                    {"dropout", c.finetune.dropout}};
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
-    return {{"model", model},
+    return {{"framework", framework_profile(c.framework).name},
+            {"model", model},
             {"seq_len", c.seq_len},
             {"micro_batch", c.micro_batch},
             {"grad_accum", c.grad_accum},
@@ -443,7 +476,12 @@ json config_to_json(const Config& c) {
             {"offload", to_string(c.offload)},
             {"gpu", gpu},
             {"device", to_string(c.device)},
-            {"torch", to_string(c.torch)}};
+            {"torch", to_string(c.torch)},
+            {"loss", to_string(c.loss)},
+            {"loss_chunks", c.loss_chunks},
+            {"lm_head_chunks", c.lm_head_chunks},
+            {"adapter_dtype", to_string(c.adapter_dtype)},
+            {"optimizer_in_backward", c.optimizer_in_backward}};
 }
 
 json errors_to_json(const std::vector<FieldError>& errors) {

@@ -83,6 +83,7 @@ std::vector<Phase> stage_phases(const Config& c) {
     Terms step = resident(c);
     step.gradients = grads + fp32_gradient_partition_bytes(c);
     step.temporaries += optimizer_step_temporary_bytes(c);
+    step.logits = logits_step_bytes(c);
 
     return {{"forward", forward}, {"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
 }

@@ -8,8 +8,9 @@ namespace vramcalc {
 
 struct Family {
     const char* model_type;
-    // Attention projections: a fused one (GPT-2's c_attn) or q, k, v; then the output projection.
-    const char* qkv;  // nullptr when q, k and v are separate
+    // Attention projections: a fused one (GPT-2's c_attn) and/or q, k, v (LitGPT: LoRA's names for the parts
+    // of its fused qkv); then the output projection.
+    const char* qkv;  // nullptr when q, k and v are separate modules
     const char* q;
     const char* k;
     const char* v;
@@ -27,6 +28,12 @@ struct Family {
     // LayerNorm written out in Python (Cohere): the centred input is kept twice and the normalised
     // input once more, where the native kernel keeps the input and two statistics.
     bool python_layernorm;
+    // The norm multiplies its weight in fp32 and keeps the fp32 normalised input (torchtune's and LitGPT's
+    // RMSNorm) instead of casting back first (transformers').
+    bool norm_weight_in_fp32;
+    // Grouped k and v are repeated to every query head before SDPA (torchtune, LitGPT in training).
+    bool sdpa_repeats_kv;
+    const char* head;     // the output projection's name as a LoRA target
 };
 
 // A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).

@@ -8,24 +8,36 @@
 namespace vramcalc {
 
 enum class Framework { hf, litgpt, torchtune };
-// How the loss meets the logits: all at once with an fp32 upcast (transformers' ForCausalLMLoss), in
-// chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's lm_head chunks + chunked_cross_entropy), or fused
-// with lm_head so the logits never exist whole (Liger, Cut Cross-Entropy).
+// How the loss meets the logits: all at once (transformers' ForCausalLMLoss and plain cross-entropy), in
+// chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy), or fused with lm_head so
+// the logits never exist whole (Liger, Cut Cross-Entropy).
 enum class Loss { full, chunked, fused_linear };
 // LoRA adapters in fp32 (PEFT's autocast_adapter_dtype) or in the base weights' dtype (LitGPT, torchtune).
 enum class AdapterDtype { fp32, base };
 
+// Logits-sized tensors alive at one moment, per token x vocabulary element: `half` in the model's compute
+// dtype, `upcast` fp32 copies of them (no copy in fp32 training), `fp32` fp32 tensors, `per_chunk` fp32
+// tensors of one loss chunk (divided by the chunk count).
+struct LogitsMoment {
+    double half = 0, upcast = 0, fp32 = 0, per_chunk = 0;
+};
+// The logits path of one stack and loss: at the end of forward (loss computed), at the first
+// log-softmax backward, and during the optimizer step.
+struct LogitsPath {
+    LogitsMoment forward, backward, step;
+};
+
 struct FrameworkProfile {
     Framework id;
-    const char* name;       // the JSON value
-    const char* version;    // the release whose code the defaults follow
-    const char* precision;  // a JSON precision value
-    Loss loss;
-    std::uint64_t loss_chunks;  // 0: one chunk per loss_chunk_tokens positions
-    std::uint64_t loss_chunk_tokens;
+    const char* name;          // the JSON value
+    const char* version;       // the release whose code the defaults follow
+    const char* precision;     // the default JSON precision
+    const char* modules;       // families.cpp row of the stack's own model code ("": the model's own)
     AdapterDtype adapter_dtype;
-    const char* modules;    // families.cpp row of the framework's own model code ("": the model's own)
-    bool logits_carried;    // the training loop keeps the previous step's logits alive (LitGPT)
+    Loss loss;                 // the default loss, with loss_chunks chunks
+    std::uint64_t loss_chunks;
+    bool lm_head_chunks_for_lora;  // the LoRA script runs lm_head per chunk (LitGPT's lora.py)
+    LogitsPath full, chunked, chunked_lm_head;
 };
 
 const std::vector<FrameworkProfile>& framework_profiles();

@@ -38,7 +38,8 @@ std::vector<Tensor> trainable_tensors(const Config& c) {
 // PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
 // Megatron cast the whole module to 16-bit and keep fp32 master weights instead.
 double trainable_element_bytes(const Config& c) {
-    return !trains_all_weights(c) && !half_model(c) ? 4 : weight_element_bytes(c);
+    const bool fp32_adapters = !trains_all_weights(c) && !half_model(c) && c.adapter_dtype == AdapterDtype::fp32;
+    return fp32_adapters ? 4 : weight_element_bytes(c);
 }
 
 double state_element_bytes(const Config& c) {

@@ -365,6 +365,7 @@ def worker(args):
                 pers = persistent_tensors(model, opt, batches, version)
                 tensor_start = live_tensor_bytes(pers)
                 persistent_ptrs = {_storage(t)[0] for t in pers}
+                del pers  # holding them would keep FSDP1's previous-step flat_param.grad alive through the step
             with record_function("step%d" % i):
                 for m, (ids, labels) in enumerate(batches):
                     sync = m == ga - 1
@@ -403,6 +404,43 @@ def worker(args):
     allocs = _alloc_nodes(tree)
     step_node = [r for r in tree if r.name == "step%d" % (steps - 1)][-1]
     t0, t1 = step_node.start_time_ns, step_node.end_time_ns
+    # Blocks allocated inside a c10d collective (gloo's internal buffers, allocated under c10d:: ops or gloo:* ops on its worker thread: the flat output of allgather_, the
+    # clone of the input of _reduce_scatter_base_) are the communication backend's, not FSDP's; NCCL on CUDA
+    # keeps its buffers outside PyTorch's allocator.  They are taken out of the curve (with their frees) and
+    # reported separately ("gloo_internal").
+    comm_live, main_allocs, comm_events = set(), [], []
+    for n in allocs:
+        ef = n.extra_fields
+        if ef.alloc_size > 0:
+            if any(a.startswith(("c10d::", "gloo:")) for a in _anc_names(n)):
+                comm_live.add(ef.ptr)
+                comm_events.append(n)
+                continue
+            comm_live.discard(ef.ptr)
+        elif ef.ptr in comm_live:
+            comm_live.discard(ef.ptr)
+            comm_events.append(n)
+            continue
+        main_allocs.append(n)
+    raw_cum, raw_start, raw_peak = 0, None, 0
+    for n in allocs:
+        if raw_start is None and n.start_time_ns >= t0:
+            raw_start = raw_cum
+        raw_cum += n.extra_fields.alloc_size
+        if t0 <= n.start_time_ns <= t1 and raw_start is not None:
+            raw_peak = max(raw_peak, raw_cum - raw_start)
+    c_cur, c_peak, c_n, c_live_start, c_start = 0, 0, 0, None, None
+    for n in comm_events:
+        if c_start is None and n.start_time_ns >= t0:
+            c_start = c_cur
+        c_cur += n.extra_fields.alloc_size
+        if t0 <= n.start_time_ns <= t1:
+            c_peak = max(c_peak, c_cur)
+            c_n += n.extra_fields.alloc_size > 0
+    gloo_internal = {"blocks_in_step": c_n, "max_live_bytes_in_step": c_peak,
+                     "live_at_step_start_bytes": c_start or 0, "live_at_end_of_run_bytes": c_cur,
+                     "raw_step_start_bytes": raw_start, "raw_peak_allocated_bytes": (raw_start or 0) + raw_peak}
+    allocs = main_allocs
     cum, cum_at_start, in_step, live0 = 0, None, [], {}
     for n in allocs:
         if cum_at_start is None and n.start_time_ns >= t0:
@@ -450,6 +488,7 @@ def worker(args):
         "optimizer_state_bytes": opt_state,
         "sharded_param_bytes": shard_param_bytes,
         "losses": [round(x, 6) for x in losses[-ga:]],
+        "gloo_internal": gloo_internal,
     }
     check = {"tensor_step_start_bytes": tensor_start, "step_net_bytes": cur,
              "tensor_end_minus_start": end_bytes - tensor_start}
@@ -519,9 +558,9 @@ def layout(model, version):
     return out
 
 
-def trace_text(case, in_step, peak_i, step_start, measured):
+def _groups(in_step, upto):
     live = {}
-    for n in in_step[: peak_i + 1]:
+    for n in in_step[: upto + 1]:
         ef = n.extra_fields
         if ef.alloc_size > 0:
             live[ef.ptr] = n
@@ -537,21 +576,49 @@ def trace_text(case, in_step, peak_i, step_start, measured):
         g[1] += 1
         g[2][sz] += 1
     L = []
-    L.append("=" * 110)
-    L.append("=== %s rank 0: peak=%d = step_start %d + %d  [%s %s: %s]" % (
-        case["name"], measured["peak_allocated_bytes"], step_start, measured["peak_allocated_bytes"] - step_start,
-        measured["peak_micro"], measured["peak_phase"], measured["peak_op"]))
-    L.append("  fwd_peak=%d  bwd_peak=%d  opt_peak=%d" % (
-        measured["forward_peak_bytes"], measured["backward_peak_bytes"], measured["optimizer_peak_bytes"]))
-    L.append("  -- blocks allocated during the step and live at the peak (%d B), by micro/phase | FSDP region | "
-             "autograd node | op[input shapes]:" % sum(g[0] for g in groups.values()))
     for key, (nb, cnt, sizes) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
         sz = ", ".join("%dB x%d" % (k, v) if v > 1 else "%dB" % k for k, v in
                        sorted(sizes.items(), key=lambda kv: -kv[0] * kv[1])[:5])
         if len(sizes) > 5:
             sz += ", ..."
-        L.append("  %10d x%-3d %-20s | %-42s | %-26s | %s  {%s}" % (nb, cnt, key[0], key[1][:42], key[2][:26],
+        L.append("  %10d x%-3d %-20s | %-40s | %-26s | %s  {%s}" % (nb, cnt, key[0], key[1][:40], key[2][:26],
                                                                   key[3][:90], sz))
+    return sum(g[0] for g in groups.values()), L
+
+
+def trace_text(case, in_step, peak_i, step_start, measured):
+    L = []
+    L.append("=" * 110)
+    L.append("=== %s rank 0: peak=%d = step_start %d + %d  [%s %s: %s]" % (
+        case["name"], measured["peak_allocated_bytes"], step_start, measured["peak_allocated_bytes"] - step_start,
+        measured["peak_micro"], measured["peak_phase"], measured["peak_op"]))
+    L.append("  fwd_peak=%d  bwd_peak=%d  opt_peak=%d  grads kept after backward=%d  optimizer states=%d  "
+             "sharded params=%d" % (
+                 measured["forward_peak_bytes"], measured["backward_peak_bytes"], measured["optimizer_peak_bytes"],
+                 measured["grad_bytes_before_optimizer"], measured["optimizer_state_bytes"],
+                 measured["sharded_param_bytes"]))
+    tot, G = _groups(in_step, peak_i)
+    L.append("  -- [A] at the peak: blocks allocated during the step and still live (%d B), by micro/phase | FSDP "
+             "region | autograd node | op[input shapes] {block sizes}:" % tot)
+    L += G
+    # [B] inside the backward of the last micro-batch, the moment the first decoder layer's post-backward hook
+    # starts (the unsharded gradient of that layer, before its reduce-scatter)
+    last_micro = "micro%d" % (case["config"]["grad_accum"] - 1)
+    k = None
+    for idx, n in enumerate(in_step):
+        ph, mi, region = _describe(n)[:3]
+        if mi == last_micro and ph == "backward" and region and "post_backward" in region:
+            k = idx
+            break
+    if k is not None:
+        cur = 0
+        for n in in_step[:k + 1]:
+            cur += n.extra_fields.alloc_size
+        tot, G = _groups(in_step, k)
+        L.append("  -- [B] %s backward, first allocation inside a post-backward hook (curve = step_start + %d): "
+                 "live blocks allocated during the step (%d B):" % (last_micro, cur, tot))
+        L.append("      %s" % _opname(in_step[k]))
+        L += G
     return "\n".join(L)
 
 
@@ -640,6 +707,41 @@ def assemble(case, res):
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
 
 
+SEP = "=" * 110
+
+
+def table(path):
+    print("| case | rank | peak | step_start | fwd peak | bwd peak | opt peak | grads kept | opt states | "
+          "sharded params | peak at |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for ln in open(path):
+        r = json.loads(ln)
+        for i, m in enumerate(r["measured"]["per_rank"]):
+            print("| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s %s: %s |" % (
+                r["name"] if i == 0 else "", i, m["peak_allocated_bytes"], m["step_start_bytes"],
+                m["forward_peak_bytes"], m["backward_peak_bytes"], m["optimizer_peak_bytes"],
+                m["grad_bytes_before_optimizer"], m["optimizer_state_bytes"], m["sharded_param_bytes"],
+                m["peak_micro"], m["peak_phase"], (m["peak_op"] or "").split(" in ")[0][:60]))
+
+
+def merge(args, lines, traces):
+    names = [c["name"] for c in CASES]
+    old_l, old_t = {}, {}
+    if os.path.exists(args.out):
+        for ln in open(args.out):
+            if ln.strip():
+                old_l[json.loads(ln)["name"]] = ln.strip()
+    if os.path.exists(args.trace_out):
+        for blk in open(args.trace_out).read().split(SEP + "\n")[1:]:
+            old_t[blk.split()[1]] = SEP + "\n" + blk.rstrip("\n")
+    for ln in lines:
+        old_l[json.loads(ln)["name"]] = ln
+    for t in traces:
+        old_t[t.split("\n")[1].split()[1]] = t
+    key = lambda n: names.index(n) if n in names else len(names)  # noqa: E731
+    return ([old_l[n] for n in sorted(old_l, key=key)], [old_t[n] for n in sorted(old_t, key=key)])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
@@ -653,10 +755,16 @@ def main():
     ap.add_argument("--no-trace", action="store_true")
     ap.add_argument("--only", action="append")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--table", action="store_true", help="print a markdown table of --out and exit")
+    ap.add_argument("--merge", action="store_true", help="replace/add only the cases run in the existing --out "
+                    "and --trace-out files (in CASES order)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    cases = [c for c in CASES if not args.only or any(s in c["name"] for s in args.only)]
+    if args.table:
+        return table(args.out)
+    cases = [c for c in CASES if not args.only or any((c["name"] == s[1:]) if s.startswith("=") else (s in c["name"])
+                                                      for s in args.only)]
     if args.list:
         for c in cases:
             print(c["name"])
@@ -676,6 +784,8 @@ def main():
         print("%-28s peak per rank %s  start %s  (%.0fs)" % (
             c["name"], [r["measured"]["peak_allocated_bytes"] for r in res],
             [r["measured"]["step_start_bytes"] for r in res], time.time() - t), file=sys.stderr)
+    if args.merge:
+        lines, traces = merge(args, lines, traces)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     if traces and not args.no_trace:
