@@ -115,8 +115,9 @@ double norm_output_bytes(const Config& c, double projections) {
 
 // LoRA's A projections keep their output for B's weight gradient: fp32 with PEFT's fp32 adapters (which also
 // keep an fp32 copy of a 16-bit input), else in the compute dtype beside the input the layer saves anyway.
-// With adapter dropout each adapter module keeps its mask (its dropped input takes the place of the input;
-// LitGPT's fused qkv adapter is one module).
+// With adapter dropout each adapter module keeps its mask, and its dropped input takes the place of the
+// input, except at the output projection, whose input (the attention output) attention saves anyway.
+// LitGPT's fused qkv adapter is one module.
 double lora_adapter_bytes(const Config& c) {
     if (trains_all_weights(c)) return 0;
     double bytes = 0;
@@ -126,13 +127,13 @@ double lora_adapter_bytes(const Config& c) {
     for (const Linear& l : adapter_linears(c.model))
         if (targeted(c, {l.name})) {
             double one = fp32 ? 4 * n * double(c.finetune.rank) + (e < 4 ? 4 * n * double(l.in) : 0) : e * n * double(c.finetune.rank);
-            const bool in_fused_qkv = c.model.family->qkv && l.in == c.model.hidden && l.name != c.model.family->o;
+            const Family& f = *c.model.family;
+            const bool in_fused_qkv = f.qkv && f.q && (l.name == f.q || l.name == f.k || l.name == f.v);
             if (c.finetune.dropout > 0 && !(in_fused_qkv && fused_qkv_counted))
-                one += n * double(l.in) * dropout_mask_element_bytes(c);
+                one += n * double(l.in) * (dropout_mask_element_bytes(c) + (l.name == c.model.family->o ? e : 0));
             // LitGPT's LoRAQKVLinear pads a partial q/k/v update with index_copy_, which keeps the unpadded
             // adapter output (lora.py zero_pad) unless all three parts are adapted.
-            if (in_fused_qkv && !targeted(c, {c.model.family->q}) + !targeted(c, {c.model.family->k}) +
-                                        !targeted(c, {c.model.family->v}) > 0)
+            if (in_fused_qkv && !targeted(c, {f.q}) + !targeted(c, {f.k}) + !targeted(c, {f.v}) > 0)
                 one += e * n * double(l.out);
             fused_qkv_counted = fused_qkv_counted || in_fused_qkv;
             bytes += one * double(l.count) * double(l.layers ? l.layers : c.model.layers) / double(c.model.layers);
@@ -217,6 +218,9 @@ double attention_activation_bytes(const Config& c) {
         const double repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv ? 1 : sliding_share(c);
         bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q +
                  4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+        // LitGPT splits its fused qkv output into views: without grouped heads to expand, v stays a view and
+        // keeps the whole output (q and k too) alive.
+        if (a.family->qkv && a.family->sdpa_repeats_kv && a.kv_heads == a.heads) bytes += e * n * (q + kv);
     } else {
         // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
         const double kv_saved = a.kv_heads < a.heads ? q : kv;
@@ -300,10 +304,13 @@ double activations_bytes(const Config& c) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
+        if (c.loss == Loss::chunked && framework_profile(c.framework).chunked_output_projection && trains_all_weights(c))
+            bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
         // A LoRA adapter on the output projection keeps its input and its rank-sized output.
         if (!trains_all_weights(c) && adapts_head(a, c.finetune.targets))
             bytes += nh * compute_element_bytes(c) +
-                     tokens(c) * double(c.finetune.rank) * (c.adapter_dtype == AdapterDtype::fp32 ? 4 : compute_element_bytes(c));
+                     tokens(c) * double(c.finetune.rank) * (c.adapter_dtype == AdapterDtype::fp32 ? 4 : compute_element_bytes(c)) +
+                     (c.finetune.dropout > 0 ? nh * dropout_mask_element_bytes(c) : 0);
         // Router logits kept for the auxiliary loss: every MoE layer's, fp32, until the loss.
         if (a.router_logits_kept) bytes += double(moe_layers(a)) * tokens(c) * double(a.experts) * 4;
     }

@@ -51,6 +51,11 @@ std::vector<Phase> stage_phases(const Config& c) {
     loss.activations = activations_bytes(c) + (recompute ? mask : 0);
     loss.logits = logits_backward_peak_bytes(c);
 
+    // The output projection's backward once the loss's is done (only where its chunks' gradients are summed).
+    Terms head_backward = loss;
+    head_backward.logits = 0;
+    head_backward.temporaries += chunked_head_gradient_bytes(c);
+
     // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
     // attention with the MLP half freed. Checkpointing recomputes the last layer (full) or its attention
     // scores (selective) first.
@@ -77,6 +82,9 @@ std::vector<Phase> stage_phases(const Config& c) {
         std::max(carried_grads, head_grads + grad_per_param * double(mlp_params(c.model)) / double(c.tp));
     attention_backward.temporaries = loss.temporaries + reduce_scatter_bytes(c) +
                                      attention_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
+    if (c.optimizer_in_backward)  // gradients never accumulate: one parameter is stepped at a time
+        for (Terms* t : {&mlp_backward, &attention_backward})
+            t->gradients = 0, t->temporaries += in_backward_step_bytes(c);
     const Terms& backward = mlp_backward.sum() >= attention_backward.sum() ? mlp_backward : attention_backward;
 
     // The optimizer step: all gradients (and DeepSpeed's fp32 partition), the implementation's temporaries.
@@ -84,8 +92,13 @@ std::vector<Phase> stage_phases(const Config& c) {
     step.gradients = grads + fp32_gradient_partition_bytes(c);
     step.temporaries += optimizer_step_temporary_bytes(c);
     step.logits = logits_step_bytes(c);
+    if (c.optimizer_in_backward) {  // the last parameters' steps run at the end of backward
+        step.gradients = 0;
+        step.temporaries = resident(c).temporaries + in_backward_step_bytes(c);
+    }
 
-    return {{"forward", forward}, {"loss", loss}, {"backward", backward}, {"optimizer_step", step}};
+    const Terms& late_backward = head_backward.sum() > backward.sum() ? head_backward : backward;
+    return {{"forward", forward}, {"loss", loss}, {"backward", late_backward}, {"optimizer_step", step}};
 }
 
 std::size_t largest(const std::vector<Phase>& phases) {

@@ -14,16 +14,16 @@ namespace {
 //   returns, chunked_cross_entropy saves an fp32 log-softmax per 128-row chunk; lora.py also runs lm_head per
 //   chunk, so the backward holds one chunk's gradients instead of the whole logits'.
 const std::vector<FrameworkProfile> kProfiles = {
-    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 1, false,
+    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 1, false, false,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
     // torchtune's model upcasts the whole output itself when the loss is not chunked (no 16-bit copy stays).
-    {Framework::torchtune, "torchtune", "torchtune 0.6.1", "bf16-true", "torchtune", AdapterDtype::base, Loss::chunked, 8, false,
+    {Framework::torchtune, "torchtune", "torchtune 0.6.1", "bf16-true", "torchtune", AdapterDtype::base, Loss::chunked, 8, false, true,
      /*full*/ {{0, 0, 2, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
-    {Framework::litgpt, "litgpt", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true,
+    {Framework::litgpt, "litgpt", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 4, 0}, {0, 0, 1, 0}},
      /*chunked*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {0, 0, 1, 0}},
      /*chunked_lm_head*/ {{1, 1, 1, 0}, {0, 0, 2, 2}, {0, 0, 1, 0}}},

@@ -37,6 +37,9 @@ struct FrameworkProfile {
     Loss loss;                 // the default loss, with loss_chunks chunks
     std::uint64_t loss_chunks;
     bool lm_head_chunks_for_lora;  // the LoRA script runs lm_head per chunk (LitGPT's lora.py)
+    // The chunked output projection (torchtune's TransformerDecoder.chunked_output) saves a contiguous copy of
+    // each chunk's input, and backward sums the chunks' weight gradients (three V x h tensors at once).
+    bool chunked_output_projection;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

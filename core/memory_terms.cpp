@@ -5,7 +5,6 @@
 
 #include "families.hpp"
 
-#include "families.hpp"
 #include "memory_common.hpp"
 
 namespace vramcalc {
@@ -253,6 +252,26 @@ double optimizer_step_temporary_bytes(const Config& c) {
         case Optimizer::sgd_momentum: return 0;
     }
     return 0;
+}
+
+// torchtune's _optimizer_in_bwd (training/_optim.py / recipes' optimizer_in_bwd): a post-accumulate-grad hook
+// runs optimizer.step() for that parameter and zeroes its gradient; single-tensor AdamW's sqrt and quotient.
+double in_backward_step_bytes(const Config& c) {
+    const double n = largest_trainable_tensor(c), sb = state_element_bytes(c);
+    double temps = 0;
+    if (c.optimizer == Optimizer::adamw && c.optimizer_impl != OptimizerImpl::fused) temps = 2 * n * sb;
+    if (c.optimizer == Optimizer::lion) temps = 2 * n * sb;
+    if (c.optimizer == Optimizer::adafactor) temps = 3 * n * 4;
+    return n * gradient_element_bytes(c) + temps;
+}
+
+// Autograd sums the weight gradients of torchtune's output chunks pairwise: the running sum, the next
+// chunk's gradient and the result (three V x h tensors) beside the activations, after the loss's backward.
+double chunked_head_gradient_bytes(const Config& c) {
+    if (c.loss != Loss::chunked || !framework_profile(c.framework).chunked_output_projection || !trains_all_weights(c) ||
+        !holds_head(c))
+        return 0;
+    return 3 * double(c.model.vocab) * double(c.model.hidden) * gradient_element_bytes(c) / double(c.tp);
 }
 
 double communication_buffer_bytes(const Config& c) {

@@ -51,6 +51,11 @@ double recast_layer_weight_bytes(const Config&);
 // Transient and fixed costs.
 double autocast_weight_copy_bytes(const Config&);
 double optimizer_step_temporary_bytes(const Config&);
+// Optimizer in backward (torchtune's optimizer_in_bwd): each parameter is stepped in its gradient hook and
+// its gradient freed, so one gradient and one tensor's step temporaries exist at a time.
+double in_backward_step_bytes(const Config&);
+// The chunked output projection's backward: the chunks' weight gradients summed (torchtune).
+double chunked_head_gradient_bytes(const Config&);
 double communication_buffer_bytes(const Config&);
 double gathered_parameter_bytes(const Config&);   // ZeRO-3/FSDP: unsharded layers, forward and backward
 double reduce_scatter_bytes(const Config&);       // FSDP: one unit's unsharded gradients, backward
