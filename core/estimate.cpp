@@ -222,6 +222,16 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.attention == Attention::eager)
         out.push_back({"Use flash attention", {{"attention", "flash"}},
                        "no seq_len x seq_len scores are stored"});
+    if (c.loss == Loss::full && c.strategy != Strategy::megatron)
+        out.push_back({"Chunked cross-entropy (8 chunks)", {{"loss", "chunked"}, {"loss_chunks", 8}},
+                       "the fp32 upcast of the logits is taken a chunk at a time"});
+    if (c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
+        out.push_back({"Fused linear cross-entropy (Liger)", {{"loss", "fused-linear"}},
+                       "lm_head and the loss run chunk by chunk: the logits never exist whole"});
+    if (!c.optimizer_in_backward && c.grad_accum == 1 && c.offload == Offload::none &&
+        (c.strategy == Strategy::single || c.strategy == Strategy::fsdp))
+        out.push_back({"Optimizer step in backward", {{"optimizer_in_backward", true}},
+                       "each gradient is applied and freed as soon as backward produces it (torchtune's optimizer_in_bwd)"});
     if (c.strategy == Strategy::deepspeed && c.zero < 3)
         out.push_back({"ZeRO stage " + std::to_string(c.zero + 1), {{"zero", c.zero + 1}},
                        "shards more of the model states across the data-parallel GPUs"});
