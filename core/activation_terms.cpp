@@ -56,7 +56,7 @@ double megatron_layer_bytes(const Config& c) {
 // Which saved tensors exist depends on what needs a gradient: a frozen projection (LoRA) keeps no input
 // for its weight gradient, a frozen norm weight no normalised input.
 bool targeted(const Config& c, const std::vector<std::string>& names) {
-    if (trains_all_weights(c)) return true;  // (callers test this first: it saves building `names`)
+    if (base_weights_need_grad(c)) return true;  // (callers test this first: it saves building `names`)
     for (const std::string& t : c.finetune.targets) {
         if (t == "all-linear") return true;
         for (const std::string& n : names)
@@ -74,14 +74,14 @@ std::vector<std::string> attention_input_names(const Architecture& a) {
 double attention_projections(const Architecture& a) { return is_mla(a) ? 2 : a.family->qkv ? 1 : 3; }
 double mlp_projections(const Architecture& a) { return gated(a) && !a.family->fused_gate_up ? 2 : 1; }
 bool attention_inputs_saved(const Config& c) {
-    return trains_all_weights(c) || targeted(c, attention_input_names(c.model));
+    return base_weights_need_grad(c) || targeted(c, attention_input_names(c.model));
 }
 bool mlp_inputs_saved(const Config& c) {
     const Family& f = *c.model.family;
-    return trains_all_weights(c) || targeted(c, {f.up, f.gate ? f.gate : f.up});
+    return base_weights_need_grad(c) || targeted(c, {f.up, f.gate ? f.gate : f.up});
 }
-bool out_proj_input_saved(const Config& c) { return trains_all_weights(c) || targeted(c, {c.model.family->o}); }
-bool down_proj_input_saved(const Config& c) { return trains_all_weights(c) || targeted(c, {c.model.family->down}); }
+bool out_proj_input_saved(const Config& c) { return base_weights_need_grad(c) || targeted(c, {c.model.family->o}); }
+bool down_proj_input_saved(const Config& c) { return base_weights_need_grad(c) || targeted(c, {c.model.family->down}); }
 
 // A norm over `elements` values in `rows` rows, its input `in_bytes` wide: what it saves. RMSNorm
 // (modeling_llama.py LlamaRMSNorm): the fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back for the
@@ -89,16 +89,16 @@ bool down_proj_input_saved(const Config& c) { return trains_all_weights(c) || ta
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
 double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
     if (c.model.family->norm_weight_in_fp32 && c.model.norm == Norm::rmsnorm)  // fp32 input, normalised input, rsqrt
-        return 4 * elements + 4 * rows + (trains_all_weights(c) ? 4 * elements : 0);
+        return 4 * elements + 4 * rows + (base_weights_need_grad(c) ? 4 * elements : 0);
     if (c.model.norm == Norm::layernorm && (*c.model.family).python_layernorm)  // CohereLayerNorm
-        return 8 * elements + 4 * rows + (trains_all_weights(c) ? in_bytes * elements : 0);
+        return 8 * elements + 4 * rows + (base_weights_need_grad(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
         const bool half = c.precision == Precision::bf16_true || c.precision == Precision::fp16_true;
         return (c.model.norm_weight ? in_bytes : 4) * elements + 2 * rows * (half ? 2 : 4);
     }
     double bytes = 4 * elements + 4 * rows;
     if (c.torch == TorchVersion::v1_13) bytes += 4 * elements;
-    if (trains_all_weights(c)) bytes += in_bytes * elements;
+    if (base_weights_need_grad(c)) bytes += in_bytes * elements;
     return bytes;
 }
 
@@ -122,7 +122,8 @@ double lora_adapter_bytes(const Config& c) {
     if (trains_all_weights(c)) return 0;
     double bytes = 0;
     const double n = tokens(c), e = compute_element_bytes(c);
-    const bool fp32 = c.adapter_dtype == AdapterDtype::fp32;
+    // FSDP's MixedPrecision casts every unit's parameters, adapters included, to the compute dtype.
+    const bool fp32 = c.adapter_dtype == AdapterDtype::fp32 && !(c.strategy == Strategy::fsdp && mixed(c));
     bool fused_qkv_counted = false;
     for (const Linear& l : adapter_linears(c.model))
         if (targeted(c, {l.name})) {
@@ -302,7 +303,7 @@ double activations_bytes(const Config& c) {
     }
     if (holds_head(c)) {
         // Final norm (its input is the last layer's output) and lm_head's input.
-        bytes += single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+        bytes += single_norm_bytes(c) + (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
         if (c.loss == Loss::chunked && framework_profile(c.framework).chunked_output_projection && trains_all_weights(c))
             bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
@@ -317,7 +318,7 @@ double activations_bytes(const Config& c) {
     // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
     // neither does a frozen k projection's partner q in q @ k^T.
     const Family& f = (*a.family);
-    if (!trains_all_weights(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
+    if (!base_weights_need_grad(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
         bytes -= single_norm_bytes(c);
         if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(q_width(a));
@@ -401,7 +402,7 @@ double logits_step_bytes(const Config& c) {
 
 double final_norm_activation_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
-    return single_norm_bytes(c) + (trains_all_weights(c) ? norm_output_bytes(c, 1) : 0);
+    return single_norm_bytes(c) + (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
 }
 
 namespace {

@@ -68,6 +68,8 @@ struct Config {
     bool lm_head_chunks = false;          // lm_head runs per loss chunk
     AdapterDtype adapter_dtype = AdapterDtype::fp32;
     bool optimizer_in_backward = false;   // each gradient is applied and freed as backward produces it
+    int fsdp_version = 1;
+    FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both
     std::vector<std::string> notes;  // assumptions made reading the model (reported as warnings)
 };

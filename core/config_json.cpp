@@ -46,6 +46,7 @@ const Names<Device, 2> kDevice{{{Device::cuda, "cuda"}, {Device::cpu, "cpu"}}};
 const Names<TorchVersion, 2> kTorch{{{TorchVersion::v2, "2"}, {TorchVersion::v1_13, "1.13"}}};
 const Names<Loss, 3> kLoss{{{Loss::full, "full"}, {Loss::chunked, "chunked"}, {Loss::fused_linear, "fused-linear"}}};
 const Names<AdapterDtype, 2> kAdapterDtype{{{AdapterDtype::fp32, "fp32"}, {AdapterDtype::base, "base"}}};
+const Names<FsdpWrap, 2> kFsdpWrap{{{FsdpWrap::adapters_apart, "adapters-apart"}, {FsdpWrap::layers, "layers"}}};
 const Names<Mlp, 3> kMlp{{{Mlp::swiglu, "swiglu"}, {Mlp::geglu, "geglu"}, {Mlp::gelu, "gelu"}}};
 const Names<Norm, 2> kNorm{{{Norm::rmsnorm, "rmsnorm"}, {Norm::layernorm, "layernorm"}}};
 const Names<Position, 4> kPosition{
@@ -359,6 +360,7 @@ ParsedConfig parse_config(const json& v) {
     for (auto& [p, name] : kPrecision.items)
         if (std::string(name) == profile->precision) c.precision = p;
     c.loss = profile->loss, c.loss_chunks = profile->loss_chunks, c.adapter_dtype = profile->adapter_dtype;
+    c.fsdp_version = profile->fsdp_version, c.fsdp_wrap = profile->fsdp_wrap;
     read_model(r.find("model"), c, errors);
     if (*profile->modules) c.model.family = find_family_row(profile->modules);  // the stack's own model code
     const bool seq_len_given = v.contains("seq_len");
@@ -392,10 +394,15 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("lm_head_chunks", c.lm_head_chunks);
     r.choice("adapter_dtype", c.adapter_dtype, kAdapterDtype);
     r.boolean("optimizer_in_backward", c.optimizer_in_backward);
+    std::uint64_t fsdp_version = std::uint64_t(c.fsdp_version);
+    r.integer("fsdp_version", fsdp_version, 1, 2);
+    c.fsdp_version = int(fsdp_version);
+    r.choice("fsdp_wrap", c.fsdp_wrap, kFsdpWrap);
     r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch", "loss",
-                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward"}));
+                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward",
+                               "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
     if (errors.empty()) check_consistency(c, errors);
@@ -481,7 +488,9 @@ json config_to_json(const Config& c) {
             {"loss_chunks", c.loss_chunks},
             {"lm_head_chunks", c.lm_head_chunks},
             {"adapter_dtype", to_string(c.adapter_dtype)},
-            {"optimizer_in_backward", c.optimizer_in_backward}};
+            {"optimizer_in_backward", c.optimizer_in_backward},
+            {"fsdp_version", c.fsdp_version},
+            {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
 }
 
 json errors_to_json(const std::vector<FieldError>& errors) {

@@ -33,10 +33,14 @@ Terms resident(const Config& c) {
 std::vector<Phase> stage_phases(const Config& c) {
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
-    const double carried_grads = gradients_allocated_up_front(c) || c.grad_accum > 1 ? grads : 0;
+    // (FSDP accumulates unsharded gradients instead, and shards them in the last micro-batch's backward.)
+    const double fsdp_accumulated = unsharded_accumulated_gradient_bytes(c);
+    const double carried_grads =
+        fsdp_accumulated > 0 ? fsdp_accumulated : gradients_allocated_up_front(c) || c.grad_accum > 1 ? grads : 0;
     const double mask = attention_mask_bytes(c);
     const bool recompute = c.checkpointing == Checkpointing::full;
-    const double forward_backward_buffers = gathered_parameter_bytes(c) + autocast_weight_copy_bytes(c);
+    const double forward_backward_buffers = gathered_parameter_bytes(c, false) + autocast_weight_copy_bytes(c);
+    const double backward_gathered = gathered_parameter_bytes(c, true) - gathered_parameter_bytes(c, false);
 
     // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast. The eager
     // mask died with the base model's forward unless checkpointing holds it for recomputation.
@@ -74,13 +78,13 @@ std::vector<Phase> stage_phases(const Config& c) {
                                layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
     mlp_backward.gradients =
         std::max(carried_grads, head_grads + grad_per_param * double(down_projection_params(c.model)) / double(c.tp));
-    mlp_backward.temporaries += reduce_scatter_bytes(c) + mlp_backward_transient_bytes(c) +
+    mlp_backward.temporaries += backward_gathered + reduce_scatter_bytes(c) + mlp_backward_transient_bytes(c) +
                                 (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;
     attention_backward.activations -= mlp_half_activation_bytes(c) - mlp_freed_before_backward_bytes(c);
     attention_backward.gradients =
         std::max(carried_grads, head_grads + grad_per_param * double(mlp_params(c.model)) / double(c.tp));
-    attention_backward.temporaries = loss.temporaries + reduce_scatter_bytes(c) +
+    attention_backward.temporaries = loss.temporaries + backward_gathered + reduce_scatter_bytes(c) +
                                      attention_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
     if (c.optimizer_in_backward)  // gradients never accumulate: one parameter is stepped at a time
         for (Terms* t : {&mlp_backward, &attention_backward})

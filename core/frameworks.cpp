@@ -4,6 +4,9 @@ namespace vramcalc {
 
 namespace {
 
+// FSDP: transformers 5.18's Trainer uses accelerate's FSDP 1 by default and wraps LoRA adapters apart
+// (distributed/fsdp.py update_fsdp_plugin_peft); torchtune shards with FSDP 2 (training/_distributed.py
+// shard_model); LitGPT's FSDPStrategy wraps each Block with FSDP 1.
 // Each logits path from the stack's training step, measured on tiny models (tests/validation/stacks/):
 // - hf (transformers 5.18 loss_utils.ForCausalLMLoss): 16-bit logits, their fp32 upcast and the fp32
 //   log-softmax at the end of forward; at its backward the saved output, the incoming gradient and the result.
@@ -14,16 +17,16 @@ namespace {
 //   returns, chunked_cross_entropy saves an fp32 log-softmax per 128-row chunk; lora.py also runs lm_head per
 //   chunk, so the backward holds one chunk's gradients instead of the whole logits'.
 const std::vector<FrameworkProfile> kProfiles = {
-    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 1, false, false,
+    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 1, false, false, 1, FsdpWrap::adapters_apart,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
     // torchtune's model upcasts the whole output itself when the loss is not chunked (no 16-bit copy stays).
-    {Framework::torchtune, "torchtune", "torchtune 0.6.1", "bf16-true", "torchtune", AdapterDtype::base, Loss::chunked, 8, false, true,
+    {Framework::torchtune, "torchtune", "torchtune 0.6.1", "bf16-true", "torchtune", AdapterDtype::base, Loss::chunked, 8, false, true, 2, FsdpWrap::layers,
      /*full*/ {{0, 0, 2, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
-    {Framework::litgpt, "litgpt", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false,
+    {Framework::litgpt, "litgpt", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false, 1, FsdpWrap::layers,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 4, 0}, {0, 0, 1, 0}},
      /*chunked*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {0, 0, 1, 0}},
      /*chunked_lm_head*/ {{1, 1, 1, 0}, {0, 0, 2, 2}, {0, 0, 1, 0}}},

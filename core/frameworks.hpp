@@ -14,6 +14,9 @@ enum class Framework { hf, litgpt, torchtune };
 enum class Loss { full, chunked, fused_linear };
 // LoRA adapters in fp32 (PEFT's autocast_adapter_dtype) or in the base weights' dtype (LitGPT, torchtune).
 enum class AdapterDtype { fp32, base };
+// How FSDP units are formed under LoRA: adapters in units of their own (PEFT's fsdp_auto_wrap_policy, which
+// transformers' Trainer installs), or one unit per decoder layer mixing frozen and trainable weights.
+enum class FsdpWrap { adapters_apart, layers };
 
 // Logits-sized tensors alive at one moment, per token x vocabulary element: `half` in the model's compute
 // dtype, `upcast` fp32 copies of them (no copy in fp32 training), `fp32` fp32 tensors, `per_chunk` fp32
@@ -40,6 +43,8 @@ struct FrameworkProfile {
     // The chunked output projection (torchtune's TransformerDecoder.chunked_output) saves a contiguous copy of
     // each chunk's input, and backward sums the chunks' weight gradients (three V x h tensors at once).
     bool chunked_output_projection;
+    int fsdp_version;          // the FSDP API the stack uses
+    FsdpWrap fsdp_wrap;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

@@ -16,5 +16,17 @@ inline double dp(const Config& c) { return double(data_parallel(c)); }
 inline double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len); }
 // Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
 inline double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
+// FSDP 1 units mixing frozen and LoRA weights in one flat parameter: each original parameter is a view of
+// the unsharded flat parameter, and a view of a tensor that requires grad requires grad, so autograd saves
+// and computes as for full fine-tuning, and the whole flat parameter gets a gradient
+// (torch/distributed/fsdp/_flat_param.py _use_unsharded_views; measured in tests/validation/stacks/fsdp).
+inline bool fsdp1_mixed_units(const Config& c) {
+    return c.strategy == Strategy::fsdp && c.fsdp_version == 1 && c.fsdp_wrap == FsdpWrap::layers &&
+           c.finetune.method != FinetuneMethod::full;
+}
+// Whether autograd treats the frozen base weights as trainable (saves their inputs, computes their grads).
+inline bool base_weights_need_grad(const Config& c) {
+    return c.finetune.method == FinetuneMethod::full || fsdp1_mixed_units(c);
+}
 
 }  // namespace vramcalc::detail

@@ -123,7 +123,9 @@ double weights_bytes(const Config& c) {
 }
 
 double gradients_bytes(const Config& c) {
-    const double n = trainable_stage_params(c);
+    // FSDP 1's mixed units keep a gradient of the whole flat parameter (every layer's weights).
+    const double n = fsdp1_mixed_units(c) ? trainable_stage_params(c) + double(layers_params(c.model)) * layer_share(c) / double(c.tp)
+                                          : trainable_stage_params(c);
     if (c.strategy == Strategy::fsdp && offloaded(c)) return 0;  // reduce-scattered, then copied to the CPU
     double bytes = n * gradient_element_bytes(c);
     if (deepspeed(c, 2) || fsdp(c, 2)) bytes /= dp(c);
@@ -231,7 +233,8 @@ double optimizer_step_temporary_bytes(const Config& c) {
     const double sb = state_element_bytes(c);
     // DeepSpeed and Megatron step their flat fp32 partitions with fused multi-tensor kernels.
     if (half_model(c) && c.optimizer == Optimizer::adamw) return 0;
-    const bool flat = c.strategy == Strategy::fsdp;  // FSDP steps one flat parameter per unit
+    // FSDP 1 steps one flat parameter per unit; FSDP 2 keeps every parameter its own shard.
+    const bool flat = c.strategy == Strategy::fsdp && c.fsdp_version == 1 && base_weights_need_grad(c);
     double shard = optimizer_states_bytes(c) > 0 ? trainable_stage_params(c) : 0;
     if (deepspeed(c, 1) || fsdp(c, 2)) shard /= dp(c);
     auto largest = [&] { return flat ? double(layer_params(c.model)) / (c.zero >= 2 ? dp(c) : 1) : largest_trainable_tensor(c); };
@@ -289,14 +292,18 @@ double communication_buffer_bytes(const Config& c) {
     }
 }
 
-double gathered_parameter_bytes(const Config& c) {
+double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
     if (c.strategy == Strategy::fsdp && c.zero == 2) return stage_params(c) * compute_element_bytes(c);
     if (!(deepspeed(c, 3) || fsdp(c, 3))) return 0;
     // The layer being computed and the one prefetched. DeepSpeed caps what is gathered at
-    // stage3_max_live_parameters (1e9 by default, deepspeed/runtime/zero/config.py).
-    double params = 2 * double(layer_params(c.model));
+    // stage3_max_live_parameters (1e9 by default, deepspeed/runtime/zero/config.py). FSDP's root unit
+    // (embedding, final norm, lm_head under the usual per-layer wrapping) stays unsharded from its forward to
+    // the end of backward: FSDP 1 does not reshard the root, FSDP 2's root defaults to
+    // reshard_after_forward=False (measured, tests/validation/stacks/fsdp).
+    double params = (in_backward ? 2 : 1) * double(layer_params(c.model));
     if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
+    if (c.strategy == Strategy::fsdp) params += double(embedding_params(c.model) + norm_params(c.model) + lm_head_params(c.model));
     return params * compute_element_bytes(c);
 }
 
@@ -304,7 +311,19 @@ double gathered_parameter_bytes(const Config& c) {
 // (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
 // FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
 double reduce_scatter_bytes(const Config& c) {
-    return fsdp(c, 2) ? double(layer_params(c.model)) * compute_element_bytes(c) : 0;
+    if (!fsdp(c, 2)) return 0;
+    const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) : trainable_stage_params(c) / double(layers_on_stage(c));
+    return unit * compute_element_bytes(c);
+}
+
+// Gradient accumulation under FSDP 1's no_sync() or FSDP 2's set_requires_gradient_sync(False) (what
+// accelerate does between optimizer steps): every unit keeps its unsharded gradient, in the unsharded
+// parameters' dtype, on every rank until the synchronised micro-batch.
+double unsharded_accumulated_gradient_bytes(const Config& c) {
+    if (c.strategy != Strategy::fsdp || c.grad_accum < 2 || offloaded(c)) return 0;
+    const double n = fsdp1_mixed_units(c) ? double(layers_params(c.model)) * layer_share(c) / double(c.tp) + trainable_stage_params(c)
+                                          : trainable_stage_params(c);
+    return n * compute_element_bytes(c);
 }
 
 double cublas_workspace_bytes(const Config& c) {

@@ -57,8 +57,11 @@ double in_backward_step_bytes(const Config&);
 // The chunked output projection's backward: the chunks' weight gradients summed (torchtune).
 double chunked_head_gradient_bytes(const Config&);
 double communication_buffer_bytes(const Config&);
-double gathered_parameter_bytes(const Config&);   // ZeRO-3/FSDP: unsharded layers, forward and backward
+// ZeRO-3/FSDP: unsharded parameters at the end of forward (one layer prefetched for backward) or in backward
+// (the layer computed and the next one prefetched).
+double gathered_parameter_bytes(const Config&, bool in_backward);
 double reduce_scatter_bytes(const Config&);       // FSDP: one unit's unsharded gradients, backward
+double unsharded_accumulated_gradient_bytes(const Config&);  // FSDP: between micro-batches of accumulation
 double cublas_workspace_bytes(const Config&);
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);

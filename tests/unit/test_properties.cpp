@@ -209,7 +209,7 @@ std::vector<double> all_terms(const Config& c) {
                              layer_activation_bytes(c), activations_bytes(c), logits_backward_peak_bytes(c),
                              attention_backward_transient_bytes(c), autocast_weight_copy_bytes(c),
                              optimizer_step_temporary_bytes(c), communication_buffer_bytes(c),
-                             gathered_parameter_bytes(c), cublas_workspace_bytes(c), cuda_context_bytes(c),
+                             gathered_parameter_bytes(c, true), cublas_workspace_bytes(c), cuda_context_bytes(c),
                              cpu_offload_bytes(c), stage_params(c), trainable_stage_params(c),
                              weight_element_bytes(c), gradient_element_bytes(c), compute_element_bytes(c),
                              residual_element_bytes(c)};
