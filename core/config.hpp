@@ -10,7 +10,10 @@
 namespace vramcalc {
 
 enum class Precision { fp32_true, bf16_mixed, fp16_mixed, bf16_true, fp16_true };
-enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum };
+enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum, paged_adamw, paged_adamw_8bit };
+// bitsandbytes' paged optimizers keep their states in CUDA unified memory (cudaMallocManaged): on the GPU while
+// resident, but outside PyTorch's caching allocator.
+inline bool paged(Optimizer o) { return o == Optimizer::paged_adamw || o == Optimizer::paged_adamw_8bit; }
 enum class OptimizerImpl { foreach, fused, single_tensor };
 enum class FinetuneMethod { full, lora, qlora };
 enum class Checkpointing { none, selective, full };

@@ -133,7 +133,8 @@ MemoryEstimate estimate_memory(const Config& c) {
     m.allocator_overhead = allocator_overhead_bytes(c, m.peak_allocated);
     m.peak_reserved = m.peak_allocated + m.allocator_overhead;
     m.cuda_context = cuda_context_bytes(c);
-    m.total = m.peak_reserved + m.cuda_context;
+    m.paged_optimizer_states = paged_optimizer_states_bytes(c);
+    m.total = m.peak_reserved + m.cuda_context + m.paged_optimizer_states;
     m.cpu = cpu_offload_bytes(c);
     m.capacity = c.gpu.memory_gib * kGiB;
     m.fits = m.total <= m.capacity;
@@ -260,6 +261,10 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.optimizer == Optimizer::adamw && c.offload == Offload::none && c.strategy != Strategy::megatron)
         out.push_back({"8-bit AdamW (bitsandbytes)", {{"optimizer", "adamw-8bit"}},
                        "optimizer states take 2 bytes per parameter instead of 8"});
+    if ((c.optimizer == Optimizer::adamw || c.optimizer == Optimizer::adamw_8bit) && c.offload == Offload::none &&
+        c.strategy != Strategy::megatron && c.strategy != Strategy::deepspeed)
+        out.push_back({"Paged 8-bit AdamW (bitsandbytes)", {{"optimizer", "paged-adamw-8bit"}},
+                       "8-bit states in CUDA unified memory, paged out to CPU RAM when the GPU runs short"});
     if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
         out.push_back({"LoRA (rank 16) instead of full fine-tuning",
                        {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}},
@@ -324,7 +329,7 @@ Report make_report(const Config& c) {
         warn("optimizer_impl is modelled for adamw only");
     if (c.optimizer_impl != OptimizerImpl::foreach && (c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron))
         warn("DeepSpeed and Megatron-LM step with their own fused optimizers: optimizer_impl does not apply");
-    if (c.optimizer == Optimizer::adamw_8bit && c.offload != Offload::none)
+    if ((c.optimizer == Optimizer::adamw_8bit || paged(c.optimizer)) && c.offload != Offload::none)
         warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
     if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
         warn("pure 16-bit training: small updates can round away without fp32 master weights");

@@ -156,17 +156,19 @@ double optimizer_states_stage_bytes(const Config& c) {
     const double sb = state_element_bytes(c);
     // Element-wise states need no tensor list (estimates run in a loop: keep them allocation-free).
     switch (c.optimizer) {
-        case Optimizer::adamw: return 2 * trainable_stage_params(c) * sb;  // exp_avg, exp_avg_sq
+        case Optimizer::adamw:
+        case Optimizer::paged_adamw: return 2 * trainable_stage_params(c) * sb;  // exp_avg, exp_avg_sq
         case Optimizer::lion:                                              // Chen et al. 2023: one momentum
         case Optimizer::sgd_momentum: return trainable_stage_params(c) * sb;  // momentum_buffer
         case Optimizer::sgd: return 0;
         case Optimizer::adamw_8bit:
+        case Optimizer::paged_adamw_8bit:
         case Optimizer::adafactor: break;
     }
     double bytes = 0;
     for (const Tensor& t : trainable_tensors(c)) {
         const double n = double(t.numel()), k = double(t.count);
-        if (c.optimizer == Optimizer::adamw_8bit)
+        if (c.optimizer == Optimizer::adamw_8bit || c.optimizer == Optimizer::paged_adamw_8bit)
             // bitsandbytes: 8-bit states with an fp32 absmax per 256-element block; tensors under
             // 4096 elements keep fp32 states (optim/optimizer.py, min_8bit_size).
             bytes += k * (n < 4096 ? 2 * n * 4 : 2 * (n + 4 * std::ceil(n / 256)));
@@ -176,12 +178,20 @@ double optimizer_states_stage_bytes(const Config& c) {
     return bytes;
 }
 
-double optimizer_states_bytes(const Config& c) {
+namespace {
+double device_optimizer_states_bytes(const Config& c) {
     if (offloaded(c)) return 0;
     const double bytes = optimizer_states_stage_bytes(c);
     const bool sharded = deepspeed(c, 1) || fsdp(c, 2) || (c.strategy == Strategy::megatron && c.zero == 1);
     return sharded ? bytes / dp(c) : bytes;
 }
+}  // namespace
+
+double optimizer_states_bytes(const Config& c) { return paged(c.optimizer) ? 0 : device_optimizer_states_bytes(c); }
+
+// bitsandbytes' paged states (optim/optimizer.py get_state_buffer -> F.get_paged, cudaMallocManaged): on the
+// GPU while resident and evicted to RAM under pressure; torch.cuda.max_memory_allocated does not see them.
+double paged_optimizer_states_bytes(const Config& c) { return paged(c.optimizer) ? device_optimizer_states_bytes(c) : 0; }
 
 // ---- Transient and fixed costs ----
 
@@ -250,7 +260,9 @@ double optimizer_step_temporary_bytes(const Config& c) {
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
         case Optimizer::lion: return 2 * largest() * sb;      // exp_avg.clone() and the interpolation
         case Optimizer::adafactor: return 3 * largest() * 4;  // grad^2, the row/col approximation, update
-        case Optimizer::adamw_8bit:                           // fused blockwise kernel
+        case Optimizer::adamw_8bit:                           // fused blockwise kernels
+        case Optimizer::paged_adamw:
+        case Optimizer::paged_adamw_8bit:
         case Optimizer::sgd:
         case Optimizer::sgd_momentum: return 0;
     }

@@ -29,6 +29,7 @@ bool gradients_allocated_up_front(const Config&);
 double master_weights_bytes(const Config&);
 double optimizer_states_bytes(const Config&);
 double optimizer_states_stage_bytes(const Config&);  // the busiest stage's, before ZeRO/FSDP sharding
+double paged_optimizer_states_bytes(const Config&);  // unified memory, outside PyTorch's allocator
 
 // What a micro-batch saves for backward.
 double attention_activation_bytes(const Config&);   // per layer
