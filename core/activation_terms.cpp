@@ -294,6 +294,12 @@ double activations_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
     double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
+    if (c.checkpointing == Checkpointing::full && c.checkpoint_every > 1) {  // the other layers save everything
+        Config plain = c;
+        plain.checkpointing = Checkpointing::none;
+        const double checkpointed = double(layers_on_stage(c) / c.checkpoint_every);
+        bytes = checkpointed * layer_activation_bytes(c) + (double(layers_on_stage(c)) - checkpointed) * layer_activation_bytes(plain);
+    }
     // SDPA saves the boolean sliding-window mask (one tensor, shared by those layers).
     if (c.attention == Attention::flash && sliding_share(c) > 0 && c.strategy != Strategy::megatron)
         bytes += double(c.micro_batch) * double(c.seq_len) * double(c.seq_len);

@@ -54,6 +54,7 @@ struct Config {
     OptimizerImpl optimizer_impl = OptimizerImpl::foreach;
     Finetune finetune;
     Checkpointing checkpointing = Checkpointing::none;
+    std::uint64_t checkpoint_every = 1;  // full checkpointing of every N-th layer only (torchtitan's ac_freq)
     Attention attention = Attention::flash;
     Strategy strategy = Strategy::single;
     std::uint64_t gpus = 1;

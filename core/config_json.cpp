@@ -373,7 +373,21 @@ ParsedConfig parse_config(const json& v) {
     r.choice("optimizer", c.optimizer, kOptimizer);
     r.choice("optimizer_impl", c.optimizer_impl, kImpl);
     read_finetune(r.find("finetune"), c, errors);
-    r.choice("checkpointing", c.checkpointing, kCheckpointing);
+    // "checkpointing": a mode, or {"mode": "layers", "every": N} (full checkpointing of every N-th layer).
+    if (const json* ck = v.is_object() ? (v.contains("checkpointing") ? &v["checkpointing"] : nullptr) : nullptr;
+        ck && ck->is_object()) {
+        r.find("checkpointing");
+        Reader cr(*ck, "checkpointing.", errors);
+        const json* mode = cr.find("mode");
+        if (!mode || !mode->is_string() || mode->get<std::string>() != "layers")
+            cr.fail("mode", "must be \"layers\" (or give checkpointing as \"none\", \"selective\" or \"full\")");
+        if (!ck->contains("every")) cr.fail("every", "is required: checkpoint every N-th layer");
+        cr.integer("every", c.checkpoint_every, 1, kMaxLayers);
+        cr.reject_unknown("mode, every");
+        c.checkpointing = Checkpointing::full;
+    } else {
+        r.choice("checkpointing", c.checkpointing, kCheckpointing);
+    }
     r.choice("attention", c.attention, kAttention);
     r.choice("strategy", c.strategy, kStrategy);
     r.integer("gpus", c.gpus, 1, kMaxGpus);
@@ -474,7 +488,8 @@ json config_to_json(const Config& c) {
             {"optimizer", to_string(c.optimizer)},
             {"optimizer_impl", to_string(c.optimizer_impl)},
             {"finetune", finetune},
-            {"checkpointing", to_string(c.checkpointing)},
+            {"checkpointing", c.checkpoint_every > 1 ? json{{"mode", "layers"}, {"every", c.checkpoint_every}}
+                                                     : json(to_string(c.checkpointing))},
             {"attention", to_string(c.attention)},
             {"strategy", to_string(c.strategy)},
             {"gpus", c.gpus},

@@ -17,7 +17,7 @@ namespace {
 //   returns, chunked_cross_entropy saves an fp32 log-softmax per 128-row chunk; lora.py also runs lm_head per
 //   chunk, so the backward holds one chunk's gradients instead of the whole logits'.
 const std::vector<FrameworkProfile> kProfiles = {
-    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 1, false, false, 1, FsdpWrap::adapters_apart,
+    {Framework::hf, "hf", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 1, FsdpWrap::adapters_apart,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},

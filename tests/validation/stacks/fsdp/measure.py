@@ -71,7 +71,8 @@ def _case(name, fsdp, finetune="full", grad_accum=1, precision="32-true", attent
            "grad_accum": grad_accum, "precision": precision, "optimizer": "adamw",
            "optimizer_impl": "single-tensor", "finetune": copy.deepcopy(finetune), "attention": attention,
            "checkpointing": "none", "strategy": "fsdp", "zero": 3, "gpus": WORLD, "fsdp_version": fsdp,
-           "gpu": {"name": "cpu", "memory_gib": 1000}, "device": "cpu"}
+           "gpu": {"name": "cpu", "memory_gib": 1000}, "device": "cpu",
+           "fsdp_wrap": "adapters-apart" if wrap == "peft" else "layers"}
     return {"name": name, "config": cfg, "wrap": wrap}
 
 

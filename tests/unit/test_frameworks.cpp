@@ -1,0 +1,114 @@
+// Framework profiles and the stack knobs: defaults from each stack's code, overrides, and what each knob
+// moves. The numbers themselves are checked against the stacks' measured steps (accuracy_* tests).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "api.hpp"
+#include "config_json.hpp"
+#include "estimate.hpp"
+
+using namespace vramcalc;
+using nlohmann::json;
+
+namespace {
+Config parsed(const json& j) {
+    const ParsedConfig p = parse_config(j);
+    INFO((p.ok() ? std::string() : p.errors[0].field + ": " + p.errors[0].message));
+    REQUIRE(p.ok());
+    return p.config;
+}
+double phase_bytes(const MemoryEstimate& m, const char* name, double Terms::*term) {
+    for (const Phase& p : m.phases)
+        if (p.name == name) return p.terms.*term;
+    return -1;
+}
+}  // namespace
+
+TEST_CASE("a framework profile sets the defaults of its knobs, and keys the user sets override them") {
+    const json base = {{"model", "llama-3.2-1b"}};
+    json j = base;
+    j["framework"] = "torchtune";
+    Config c = parsed(j);
+    CHECK(c.precision == Precision::bf16_true);
+    CHECK(c.loss == Loss::chunked);
+    CHECK(c.loss_chunks == 8);
+    CHECK(c.adapter_dtype == AdapterDtype::base);
+    CHECK(c.fsdp_version == 2);
+    CHECK(std::string(c.model.family->model_type) == "torchtune");
+    j["precision"] = "bf16-mixed", j["loss"] = "full";
+    c = parsed(j);
+    CHECK(c.precision == Precision::bf16_mixed);
+    CHECK(c.loss == Loss::full);
+    // The echo carries the resolved values and reads back the same.
+    const json echoed = config_to_json(c);
+    CHECK(echoed["framework"] == "torchtune");
+    CHECK(config_to_json(parsed(echoed)) == echoed);
+    // LitGPT's LoRA script runs lm_head per chunk; its full fine-tuning script does not.
+    j = base, j["framework"] = "litgpt";
+    CHECK_FALSE(parsed(j).lm_head_chunks);
+    j["finetune"] = {{"method", "lora"}, {"rank", 8}, {"targets", {"query", "value"}}};
+    CHECK(parsed(j).lm_head_chunks);
+    // Module names follow the stack: Llama's q_proj is not a LitGPT module.
+    j["finetune"]["targets"] = {"q_proj"};
+    CHECK_FALSE(parse_config(j).ok());
+}
+
+TEST_CASE("the knobs move the terms they name") {
+    const json base = {{"model", "llama-3.2-1b"}, {"seq_len", 1024}, {"gpu", "h100-80gb"}};
+    auto estimate = [&](json patch) {
+        json j = base;
+        for (auto it = patch.begin(); it != patch.end(); ++it) j[it.key()] = it.value();
+        return estimate_memory(parsed(j));
+    };
+    // A chunked loss holds less at the loss's backward than the whole fp32 chain; fused-linear less still.
+    const double full = phase_bytes(estimate({{"loss", "full"}}), "loss", &Terms::logits);
+    const double chunked = phase_bytes(estimate({{"loss", "chunked"}}), "loss", &Terms::logits);
+    CHECK(chunked < full);
+    // (With lm_head trained, fused-linear computes its weight gradient already in the forward: compare with
+    // a frozen head.)
+    const json lora = {{"method", "lora"}, {"rank", 8}, {"targets", {"q_proj"}}};
+    const double fused = phase_bytes(estimate({{"loss", "fused-linear"}, {"finetune", lora}}), "loss", &Terms::logits);
+    CHECK(fused < phase_bytes(estimate({{"loss", "chunked"}, {"finetune", lora}}), "loss", &Terms::logits));
+    // Optimizer in backward: no gradients at the step.
+    CHECK(phase_bytes(estimate({{"optimizer_in_backward", true}}), "optimizer_step", &Terms::gradients) == 0);
+    CHECK(phase_bytes(estimate({}), "optimizer_step", &Terms::gradients) > 0);
+    // Checkpointing every N-th layer lies between none and every layer.
+    auto acts = [&](json ck) { return phase_bytes(estimate({{"checkpointing", ck}}), "loss", &Terms::activations); };
+    const double none = acts("none"), every4 = acts({{"mode", "layers"}, {"every", 4}}),
+                 every2 = acts({{"mode", "layers"}, {"every", 2}}), all = acts("full");
+    CHECK(none > every4);
+    CHECK(every4 > every2);
+    CHECK(every2 > all);
+    // Paged optimizer states count toward what the GPU holds, not toward max_memory_allocated.
+    const MemoryEstimate plain = estimate({{"optimizer", "adamw-8bit"}}), pagedm = estimate({{"optimizer", "paged-adamw-8bit"}});
+    CHECK(pagedm.paged_optimizer_states > 0);
+    CHECK(pagedm.peak_allocated < plain.peak_allocated);
+    CHECK(pagedm.total == Approx(pagedm.peak_reserved + pagedm.cuda_context + pagedm.paged_optimizer_states));
+}
+
+TEST_CASE("FSDP 1 units mixing frozen and LoRA weights keep gradients for all of them") {
+    const json base = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 4}, {"grad_accum", 8},
+                       {"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}}}};
+    json mixed = base, apart = base, v2 = base;
+    mixed["fsdp_wrap"] = "layers", v2["fsdp_version"] = 2;
+    const MemoryEstimate m = estimate_memory(parsed(mixed)), a = estimate_memory(parsed(apart)),
+                         f2 = estimate_memory(parsed(v2));
+    // no_sync keeps every layer's unsharded gradient on every rank: gigabytes instead of megabytes.
+    CHECK(phase_bytes(m, "forward", &Terms::gradients) > 100 * phase_bytes(a, "forward", &Terms::gradients));
+    CHECK(phase_bytes(a, "forward", &Terms::gradients) == Approx(phase_bytes(f2, "forward", &Terms::gradients)));
+    CHECK(m.total > a.total);
+}
+
+TEST_CASE("bad stack keys give errors naming them") {
+    for (const char* text : {R"({"framework":"axolotl9"})", R"({"loss":"partial"})", R"({"loss_chunks":0})",
+                             R"({"adapter_dtype":"fp8"})", R"({"fsdp_version":3})", R"({"fsdp_wrap":"odd"})",
+                             R"({"optimizer_in_backward":"yes"})", R"({"checkpointing":{"mode":"layers"}})",
+                             R"({"checkpointing":{"mode":"layers","every":0}})",
+                             R"({"checkpointing":{"mode":"layers","every":2,"x":1}})", R"({"optimizer":"paged-lion"})"}) {
+        INFO(text);
+        const ApiResult r = estimate_json(text);
+        CHECK_FALSE(r.ok);
+        CHECK(r.json.find("\"errors\"") != std::string::npos);
+    }
+}
