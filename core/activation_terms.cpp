@@ -294,6 +294,11 @@ double activations_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double nh = tokens(c) * double(a.hidden), x = residual_element_bytes(c);
     double bytes = double(layers_on_stage(c)) * layer_activation_bytes(c);
+    // Activation offloading (torchtune training/_activation_offloading.py OffloadActivations, CUDA only, read
+    // from the code, not measured): the layers' saved tensors are copied to pinned CPU memory as forward
+    // makes them and brought back ahead of their backward on a side stream; the GPU holds about the layer
+    // in flight and the one prefetched.
+    if (c.activation_offload) bytes = std::min<double>(2, double(layers_on_stage(c))) * layer_activation_bytes(c);
     if (c.checkpointing == Checkpointing::full && c.checkpoint_every > 1) {  // the other layers save everything
         Config plain = c;
         plain.checkpointing = Checkpointing::none;

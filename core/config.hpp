@@ -72,6 +72,7 @@ struct Config {
     bool lm_head_chunks = false;          // lm_head runs per loss chunk
     AdapterDtype adapter_dtype = AdapterDtype::fp32;
     bool optimizer_in_backward = false;   // each gradient is applied and freed as backward produces it
+    bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
     int fsdp_version = 1;
     FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both

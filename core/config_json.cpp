@@ -410,6 +410,7 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("lm_head_chunks", c.lm_head_chunks);
     r.choice("adapter_dtype", c.adapter_dtype, kAdapterDtype);
     r.boolean("optimizer_in_backward", c.optimizer_in_backward);
+    r.boolean("activation_offload", c.activation_offload);
     std::uint64_t fsdp_version = std::uint64_t(c.fsdp_version);
     r.integer("fsdp_version", fsdp_version, 1, 2);
     c.fsdp_version = int(fsdp_version);
@@ -417,7 +418,7 @@ ParsedConfig parse_config(const json& v) {
     r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch", "loss",
-                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward",
+                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload",
                                "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
@@ -506,6 +507,7 @@ json config_to_json(const Config& c) {
             {"lm_head_chunks", c.lm_head_chunks},
             {"adapter_dtype", to_string(c.adapter_dtype)},
             {"optimizer_in_backward", c.optimizer_in_backward},
+            {"activation_offload", c.activation_offload},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
 }

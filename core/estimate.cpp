@@ -233,6 +233,9 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
         out.push_back({"Fused linear cross-entropy (Liger)", {{"loss", "fused-linear"}},
                        "lm_head and the loss run chunk by chunk: the logits never exist whole"});
+    if (!c.activation_offload && peak.activations > 0 && c.strategy != Strategy::megatron && c.strategy != Strategy::deepspeed)
+        out.push_back({"Offload activations to CPU", {{"activation_offload", true}},
+                       "saved activations wait in pinned CPU RAM and return ahead of their backward (torchtune)"});
     if (!c.optimizer_in_backward && c.grad_accum == 1 && c.offload == Offload::none &&
         (c.strategy == Strategy::single || c.strategy == Strategy::fsdp))
         out.push_back({"Optimizer step in backward", {{"optimizer_in_backward", true}},

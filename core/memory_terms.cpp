@@ -357,14 +357,21 @@ double allocator_overhead_bytes(const Config& c, double peak_allocated) {
 // DeepSpeed's estimators (stage_1_and_2.py / stage3.py) size offload RAM with a 1.5x buffer factor:
 // 16 bytes per parameter for the optimizer (fp32 master, gradient, two states), 18 with 16-bit parameters.
 // FSDP's CPU offload keeps the fp32 parameters themselves there, with no separate master copy.
+double offloaded_activation_bytes(const Config& c) {
+    if (!c.activation_offload) return 0;
+    Config on_gpu = c;
+    on_gpu.activation_offload = false;
+    return activations_bytes(on_gpu) - activations_bytes(c);
+}
+
 double cpu_offload_bytes(const Config& c) {
-    if (!offloaded(c)) return 0;
+    if (!offloaded(c)) return offloaded_activation_bytes(c);
     const double trainable = !trains_all_weights(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
                                           : double(total_params(c.model));
     const double master = c.strategy == Strategy::fsdp ? 0 : 4;
     double bytes = trainable * (master + 4) + optimizer_states_stage_bytes(c);
     if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * weight_element_bytes(c);
-    return bytes * 1.5;
+    return bytes * 1.5 + offloaded_activation_bytes(c);
 }
 
 }  // namespace vramcalc

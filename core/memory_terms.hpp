@@ -67,5 +67,6 @@ double cublas_workspace_bytes(const Config&);
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);
 double cpu_offload_bytes(const Config&);
+double offloaded_activation_bytes(const Config&);  // pinned CPU RAM holding offloaded activations
 
 }  // namespace vramcalc

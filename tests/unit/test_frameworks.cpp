@@ -80,6 +80,10 @@ TEST_CASE("the knobs move the terms they name") {
     CHECK(none > every4);
     CHECK(every4 > every2);
     CHECK(every2 > all);
+    // Activation offloading keeps about two layers' activations and moves the rest to CPU RAM.
+    const MemoryEstimate off = estimate({{"activation_offload", true}}), on = estimate({});
+    CHECK(phase_bytes(off, "loss", &Terms::activations) < phase_bytes(on, "loss", &Terms::activations));
+    CHECK(off.cpu == Approx(phase_bytes(on, "loss", &Terms::activations) - phase_bytes(off, "loss", &Terms::activations)));
     // Paged optimizer states count toward what the GPU holds, not toward max_memory_allocated.
     const MemoryEstimate plain = estimate({{"optimizer", "adamw-8bit"}}), pagedm = estimate({{"optimizer", "paged-adamw-8bit"}});
     CHECK(pagedm.paged_optimizer_states > 0);
