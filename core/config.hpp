@@ -33,6 +33,8 @@ struct Finetune {
     std::uint64_t rank = 8;
     std::vector<std::string> targets{"q_proj", "v_proj"};
     double dropout = 0;  // LoRA dropout on the adapters' input
+    bool double_quant = true;       // QLoRA: the NF4 block constants quantized again (bnb_4bit_use_double_quant)
+    bool quantize_lm_head = false;  // QLoRA: lm_head stored in NF4 too
 };
 
 struct Gpu {
@@ -73,6 +75,7 @@ struct Config {
     AdapterDtype adapter_dtype = AdapterDtype::fp32;
     bool optimizer_in_backward = false;   // each gradient is applied and freed as backward produces it
     bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
+    bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
     int fsdp_version = 1;
     FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both

@@ -193,6 +193,8 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
     r.choice("method", c.finetune.method, kMethod);
     r.integer("rank", c.finetune.rank, 1, 65536);
     r.number("dropout", c.finetune.dropout, 0.0, 1.0, true);
+    r.boolean("double_quant", c.finetune.double_quant);
+    r.boolean("quantize_lm_head", c.finetune.quantize_lm_head);
     // Module names depend on the model (check_consistency checks them against its projections).
     if (const json* t = r.find("targets")) {
         if (!t->is_array() || t->empty() || t->size() > 64) {
@@ -207,7 +209,7 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
             }
         }
     }
-    r.reject_unknown("method, rank, targets, dropout");
+    r.reject_unknown("method, rank, targets, dropout, double_quant, quantize_lm_head");
 }
 
 void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
@@ -411,6 +413,7 @@ ParsedConfig parse_config(const json& v) {
     r.choice("adapter_dtype", c.adapter_dtype, kAdapterDtype);
     r.boolean("optimizer_in_backward", c.optimizer_in_backward);
     r.boolean("activation_offload", c.activation_offload);
+    r.boolean("compile", c.compile);
     std::uint64_t fsdp_version = std::uint64_t(c.fsdp_version);
     r.integer("fsdp_version", fsdp_version, 1, 2);
     c.fsdp_version = int(fsdp_version);
@@ -418,7 +421,7 @@ ParsedConfig parse_config(const json& v) {
     r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch", "loss",
-                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload",
+                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "compile",
                                "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
@@ -479,6 +482,8 @@ json config_to_json(const Config& c) {
     if (c.finetune.method != FinetuneMethod::full)
         finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets},
                     {"dropout", c.finetune.dropout}};
+        if (c.finetune.method == FinetuneMethod::qlora)
+            finetune["double_quant"] = c.finetune.double_quant, finetune["quantize_lm_head"] = c.finetune.quantize_lm_head;
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
     return {{"framework", framework_profile(c.framework).name},
             {"model", model},
@@ -508,6 +513,7 @@ json config_to_json(const Config& c) {
             {"adapter_dtype", to_string(c.adapter_dtype)},
             {"optimizer_in_backward", c.optimizer_in_backward},
             {"activation_offload", c.activation_offload},
+            {"compile", c.compile},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
 }

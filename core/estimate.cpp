@@ -337,6 +337,9 @@ Report make_report(const Config& c) {
     if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
         warn("pure 16-bit training: small updates can round away without fp32 master weights");
     for (const std::string& note : c.notes) warn(note);
+    if (c.compile)
+        warn("torch.compile: Inductor's min-cut partitioner recomputes cheap element-wise ops and fuses others, so "
+             "the activations are an upper bound (compiled graphs also keep their own workspace)");
     if (c.gpus > 1 && c.device == Device::cuda)
         warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
     if (c.device == Device::cpu)

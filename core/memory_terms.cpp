@@ -52,9 +52,11 @@ double largest_trainable_tensor(const Config& c) {
     return m;
 }
 
-// Bytes per parameter of a QLoRA NF4 weight: 4 bits, an 8-bit absmax per 64-weight block and an fp32
-// constant per 256 absmax values (Dettmers et al. 2023, QLoRA §2 "Double Quantization").
-constexpr double kNf4BytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+// Bytes per parameter of a QLoRA NF4 weight: 4 bits and an fp32 absmax per 64-weight block, or with double
+// quantization an 8-bit absmax per block and an fp32 constant per 256 of them (Dettmers et al. 2023, QLoRA §2).
+double nf4_bytes_per_param(const Config& c) {
+    return c.finetune.double_quant ? 0.5 + 1.0 / 64 + 4.0 / (64 * 256) : 0.5 + 4.0 / 64;
+}
 
 }  // namespace
 
@@ -111,9 +113,10 @@ double weights_bytes(const Config& c) {
     if (c.finetune.method == FinetuneMethod::qlora) {
         // bitsandbytes quantizes the layers' linear weights; prepare_model_for_kbit_training (PEFT) keeps
         // the rest (embeddings, norms, lm_head) in fp32 under mixed precision.
-        const double linear = double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
+        double linear = double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
+        if (c.finetune.quantize_lm_head && holds_head(c)) linear += double(lm_head_params(c.model)) / double(c.tp);
         const double other = stage_params(c) - linear;
-        bytes = linear * kNf4BytesPerParam + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
+        bytes = linear * nf4_bytes_per_param(c) + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
                 trainable_stage_params(c) * trainable_element_bytes(c);
     } else {
         bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
