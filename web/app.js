@@ -4,14 +4,20 @@ import { $, h, clear, gib, count } from './dom.js';
 import { lineChart } from './charts.js';
 import { initAdamw } from './adamw.js';
 import {
-  CHOICES, LORA_TARGETS, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, defaultOf, defaultZero, initialState, toConfig, toQuery,
-  fromQuery, applyPatch, compactHf, clip, resolveModel, closeModels,
+  CHOICES, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, STACK_MODULES, LORA_KEYS, CHUNK_KEYS, defaultOf, defaultZero, initialState,
+  toConfig, toQuery, fromQuery, applyPatch, applyProfile, readProfiles, targetsOffered, translateTargets, compactHf, clip,
+  resolveModel, closeModels,
 } from './params.js';
 
 const LABELS = {
+  framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', litgpt: 'LitGPT' },
+  loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy', 'fused-linear': 'Fused linear cross-entropy (Liger)' },
+  adapter_dtype: { fp32: 'fp32 (PEFT)', base: 'Base weights’ dtype (LitGPT, torchtune)' },
+  lm_head_chunks: { '': 'The stack’s choice', true: 'Yes, per chunk', false: 'No, once for all tokens' },
   precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
     '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)' },
-  optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
+  optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', 'paged-adamw': 'Paged AdamW (bitsandbytes)',
+    'paged-adamw-8bit': 'Paged AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
     sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
   optimizer_impl: { foreach: 'foreach (PyTorch default)', fused: 'fused', 'single-tensor': 'single tensor (for loop)' },
   finetune: { full: 'Full fine-tune', lora: 'LoRA', qlora: 'QLoRA (4-bit base weights)' },
@@ -22,6 +28,8 @@ const LABELS = {
   offload: { none: 'Nothing', optimizer: 'Optimizer states to CPU', 'optimizer+params': 'Optimizer and parameters to CPU' },
   device: { cuda: 'CUDA (the GPU)', cpu: 'CPU kernels (validation)' },
   torch: { 2: 'PyTorch 2.x', '1.13': 'PyTorch 1.13' },
+  fsdp_version: { 1: 'FSDP 1 (FullyShardedDataParallel)', 2: 'FSDP 2 (fully_shard)' },
+  fsdp_wrap: { 'adapters-apart': 'LoRA adapters in their own units', layers: 'One unit per decoder layer' },
   'model.mlp': { swiglu: 'Gated (SwiGLU: gate, up, down)', geglu: 'Gated (GeGLU: gate, up, down)', gelu: 'Plain (up, down)' },
   'model.activation': { silu: 'SiLU', gelu: 'GELU (erf)', gelu_pytorch_tanh: 'GELU, tanh approximation',
     gelu_new: 'gelu_new (GPT-2)', gelu_fast: 'gelu_fast', quick_gelu: 'QuickGELU', gelu_accurate: 'gelu_accurate',
@@ -49,7 +57,13 @@ function archField(k) {
   return { key, label: ARCH_LABELS[k], kind, show: isCustom, sub: true };
 }
 
+const isLora = (s) => s.finetune !== 'full';
+const chunked = (s) => s.loss === 'chunked';
 const GROUPS = [
+  { title: 'Training stack', fields: [
+    { key: 'framework', label: 'Framework', kind: 'select',
+      hint: 'Whose training code runs the step: it sets precision, loss, LoRA adapter dtype and module names to that stack’s defaults; change any of them afterwards.' },
+  ] },
   { title: 'Model', fields: [
     { key: 'model', label: 'Model', kind: 'model',
       hint: 'Type to search the presets and Hugging Face ids (Qwen/Qwen3-8B), or paste a huggingface.co link.' },
@@ -57,8 +71,12 @@ const GROUPS = [
       hint: 'Paste the model’s config.json; keys that never affect memory (token ids, RoPE settings, dtype…) stay out of the link.' },
     ...ARCH_KEYS.map(archField),
     { key: 'finetune', label: 'Fine-tuning', kind: 'select' },
-    { key: 'rank', label: 'LoRA rank', kind: 'int', show: (s) => s.finetune !== 'full' },
-    { key: 'targets', label: 'LoRA target modules', kind: 'targets', show: (s) => s.finetune !== 'full' },
+    { key: 'rank', label: 'LoRA rank', kind: 'int', show: isLora },
+    { key: 'targets', label: 'LoRA target modules', kind: 'targets', show: isLora },
+    { key: 'lora_dropout', label: 'LoRA dropout', kind: 'number', show: isLora,
+      hint: 'Above 0, each adapted layer also keeps its dropped input and a mask for backward.' },
+    { key: 'adapter_dtype', label: 'Adapter dtype', kind: 'select', show: isLora,
+      hint: 'The dtype of the LoRA weights, their gradients and inputs: fp32 doubles them under 16-bit training.' },
   ] },
   { title: 'Batch', fields: [
     { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int' },
@@ -70,11 +88,21 @@ const GROUPS = [
     { key: 'precision', label: 'Precision', kind: 'select' },
     { key: 'optimizer', label: 'Optimizer', kind: 'select' },
     { key: 'optimizer_impl', label: 'Optimizer implementation', kind: 'select' },
+    { key: 'optimizer_in_backward', label: 'Optimizer step in backward', kind: 'bool',
+      hint: 'Each gradient is applied and freed as backward produces it (torchtune’s optimizer_in_bwd): no full set of gradients.' },
     { key: 'torch', label: 'PyTorch version', kind: 'select' },
   ] },
   { title: 'Memory savers', fields: [
     { key: 'checkpointing', label: 'Activation checkpointing', kind: 'select' },
+    { key: 'activation_offload', label: 'Offload activations to CPU', kind: 'bool',
+      hint: 'Saved activations wait in pinned CPU RAM and come back ahead of their backward (torchtune); about two layers stay on the GPU.' },
     { key: 'attention', label: 'Attention kernel', kind: 'select' },
+    { key: 'loss', label: 'Loss', kind: 'select',
+      hint: 'How the loss meets the logits: whole with an fp32 copy, a chunk at a time, or fused with the output projection (no logits kept).' },
+    { key: 'loss_chunks', label: 'Loss chunks', kind: 'int', show: chunked,
+      hint: 'More chunks: smaller fp32 pieces of the logits alive at once. Empty: the stack’s own count.' },
+    { key: 'lm_head_chunks', label: 'Output projection per chunk', kind: 'tristate', show: chunked,
+      hint: 'Runs the output projection per chunk too (LitGPT’s LoRA script), so backward holds one chunk’s logit gradients.' },
     { key: 'offload', label: 'Offload to CPU', kind: 'select', show: sharded,
       hint: 'DeepSpeed ZeRO-Offload or FSDP CPU offload.' },
   ] },
@@ -82,6 +110,9 @@ const GROUPS = [
     { key: 'strategy', label: 'Strategy', kind: 'select' },
     { key: 'gpus', label: 'GPUs in all', kind: 'int', show: (s) => s.strategy !== 'single' },
     { key: 'zero', label: 'ZeRO stage / sharding', kind: 'zero', show: (s) => s.strategy !== 'single' && s.strategy !== 'ddp' },
+    { key: 'fsdp_version', label: 'FSDP version', kind: 'select', show: (s) => s.strategy === 'fsdp' },
+    { key: 'fsdp_wrap', label: 'FSDP units under LoRA', kind: 'select', show: (s) => s.strategy === 'fsdp' && s.finetune !== 'full',
+      hint: 'Adapters in their own units (PEFT’s policy, as transformers’ Trainer sets it), or one unit per layer: FSDP 1 then keeps gradients and activations as for full fine-tuning.' },
     { key: 'tp', label: 'Tensor parallel (tp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
     { key: 'pp', label: 'Pipeline parallel (pp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
     { key: 'sequence_parallel', label: 'Sequence parallelism', kind: 'bool', show: (s) => s.strategy === 'megatron' },
@@ -139,6 +170,7 @@ function buildControl(f) {
   const common = { id, name: f.key, 'aria-describedby': describedBy, dataset: { key: f.key } };
   switch (f.kind) {
     case 'select': return h('select', common, options(f.key).map(([v, t]) => h('option', { value: v }, t)));
+    case 'tristate': return h('select', common, ['', 'true', 'false'].map((v) => h('option', { value: v }, LABELS[f.key][v])));
     case 'zero': return h('select', common);
     case 'model': {
       // A searchable field: the presets, the catalog's Hugging Face ids, and the two other ways to give a model.
@@ -167,11 +199,7 @@ function buildControl(f) {
     case 'hf': return h('textarea', { ...common, rows: 6, spellcheck: 'false', autocomplete: 'off',
       placeholder: '{"model_type": "llama", "hidden_size": 4096, ...}' });
     case 'targets': {
-      const box = h('div', { id, class: 'targets', role: 'group', 'aria-describedby': describedBy, 'aria-label': f.label });
-      for (const t of LORA_TARGETS) {
-        box.append(h('label', { class: 'chip' }, h('input', { type: 'checkbox', value: t, dataset: { key: 'targets' } }), t));
-      }
-      return box;
+      return h('div', { id, class: 'targets', role: 'group', 'aria-describedby': describedBy, 'aria-label': f.label });
     }
     case 'text': return h('input', { ...common, type: 'text', maxlength: 60, autocomplete: 'off' });
     case 'number': return h('input', { ...common, type: 'text', inputmode: 'decimal', autocomplete: 'off' });
@@ -203,6 +231,7 @@ function buildForm() {
 function readValue(f, el) {
   if (f.kind === 'bool') return el.checked;
   if (f.kind === 'zero') return Number(el.value);
+  if (f.kind === 'tristate') return el.value === '' ? '' : el.value === 'true';
   if (f.kind === 'int' || f.kind === 'number') {
     const t = el.value.trim();
     if (t === '') return f.key.startsWith('model.') ? '' : defaultOf(state, f.key);
@@ -239,11 +268,18 @@ function onInput(e) {
     const v = readValue(f, el);
     state[key] = v;
     if (key === 'strategy') normaliseStrategy(before, v);
+    if (key === 'framework') {
+      // The profile's precision, loss, adapter dtype ...; the targets in the new stack's names, role by role.
+      state = applyProfile(state);
+      const moved = translateTargets(state.targets, stackOf(before), stackOf(v));
+      state.targets = fitTargets({ ...state, targets: moved || defaultOf(state, 'targets') });
+    }
+    if (key === 'loss' && v !== 'chunked') for (const k of CHUNK_KEYS) state[k] = DEFAULTS[k];
     // Fields that follow another unless set apart: kv_heads follows heads, the activation follows the MLP.
     if (key === 'model.heads' && state['model.kv_heads'] === before) syncOne('model.kv_heads', v);
     if (key === 'model.mlp' && state['model.activation'] === MLP_ACTIVATION[before]) syncOne('model.activation', MLP_ACTIVATION[v]);
     if (key === 'model.mlp') state.targets = fitTargets(state);
-    if (key === 'strategy' || key === 'finetune' || key === 'gpu' || key === 'model.mlp') return refresh(true);
+    if (['strategy', 'finetune', 'gpu', 'model.mlp', 'framework', 'loss'].includes(key)) return refresh(true);
   }
   refresh(false);
 }
@@ -265,7 +301,11 @@ const FAMILY_MODULES = {
 };
 const catalogType = {};  // catalog id -> model_type
 
+// Whose module names a role-by-role translation uses: a stack's, or transformers' Llama names.
+const stackOf = (framework) => (Object.hasOwn(STACK_MODULES, framework) ? framework : 'hf');
+
 function modelFamily(s) {
+  if (s.framework === 'torchtune' || s.framework === 'litgpt') return s.framework;  // the stack's own model code
   if (s.model === 'custom') return 'llama';  // the explicit form has no family key: Llama's module names
   let type;
   if (s.model === 'hf') type = s.hf && (s.hf.text_config?.model_type || s.hf.model_type);
@@ -273,15 +313,35 @@ function modelFamily(s) {
   return typeof type === 'string' && Object.hasOwn(FAMILY_MODULES, type) ? type : 'llama';
 }
 
-// Keeps the LoRA targets the model has, else its usual attention projections (all-linear when it has none of them).
+// Keeps the LoRA targets the model has (its projections and output projection), else its usual attention
+// projections (all-linear when it has none of them).
 function fitTargets(s) {
   const fam = modelFamily(s);
-  let names = fam === 'llama' ? LLAMA_MODULES : FAMILY_MODULES[fam];
-  if (s.model === 'custom' && s['model.mlp'] === 'gelu') names = names.filter((t) => t !== 'gate_proj');  // plain MLP
+  const stack = fam === 'torchtune' || fam === 'litgpt';
+  let names = stack ? [...STACK_MODULES[fam]] : [...(fam === 'llama' ? LLAMA_MODULES : FAMILY_MODULES[fam]), 'lm_head'];
+  if (s.model === 'custom' && s['model.mlp'] === 'gelu') {  // a plain MLP has no gate projection
+    const gate = stack ? STACK_MODULES[fam][4] : 'gate_proj';
+    if (gate !== (stack ? STACK_MODULES[fam][5] : 'up_proj')) names = names.filter((t) => t !== gate);
+  }
   const kept = String(s.targets).split(',').filter((t) => t === 'all-linear' || names.includes(t));
   if (kept.length) return kept.join(',');
+  if (stack) return defaultOf(s, 'targets');
   if (names.includes('q_proj') && names.includes('v_proj')) return 'q_proj,v_proj';
   return names.includes('c_attn') ? 'c_attn' : 'all-linear';
+}
+
+// The target chips: the names of the stack (or of transformers' families), rebuilt when the framework changes.
+function syncTargets(el, v) {
+  const offered = targetsOffered(state.framework);
+  const on = new Set(String(v).split(','));
+  const extra = [...on].filter((t) => t && !offered.includes(t));  // e.g. from a link: shown so they can be unticked
+  const want = [...offered.filter((t) => t !== 'all-linear'), ...extra, 'all-linear'];
+  const have = [...el.querySelectorAll('input')].map((c) => c.value);
+  if (have.join(',') !== want.join(',')) {
+    clear(el);
+    for (const t of want) el.append(h('label', { class: 'chip' }, h('input', { type: 'checkbox', value: t, dataset: { key: 'targets' } }), t));
+  }
+  for (const c of el.querySelectorAll('input')) c.checked = on.has(c.value);
 }
 
 // ---------- the model field ----------
@@ -372,10 +432,9 @@ function syncInputs() {
     const el = $(fid(f.key));
     const v = state[f.key];
     if (f.kind === 'bool') el.checked = !!v;
-    else if (f.kind === 'targets') {
-      const on = new Set(String(v).split(','));
-      for (const c of el.querySelectorAll('input')) c.checked = on.has(c.value);
-    } else if (f.kind === 'hf') {
+    else if (f.kind === 'targets') syncTargets(el, v);
+    else if (f.kind === 'tristate') el.value = v === '' || v === undefined ? '' : String(v);
+    else if (f.kind === 'hf') {
       if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
     } else if (f.kind === 'model') {
       el.value = modelText !== null ? modelText : v;
@@ -386,7 +445,8 @@ function syncInputs() {
 function fieldVisible(f) {
   if (fieldErrors.has(f.key)) return true;
   if (f.show && !f.show(state)) {
-    if (f.key.startsWith('model.') || f.key === 'hf' || f.key.startsWith('gpu.') || f.key === 'rank' || f.key === 'targets') return false;
+    if (f.key.startsWith('model.') || f.key === 'hf' || f.key.startsWith('gpu.') || LORA_KEYS.includes(f.key) ||
+      CHUNK_KEYS.includes(f.key)) return false;
     return state[f.key] !== defaultOf(state, f.key);
   }
   return true;
@@ -400,6 +460,7 @@ function errorKey(field) {
   if (field.startsWith('model.')) return isCustom(state) && FIELD[field] ? field : 'model';
   if (field === 'finetune.rank') return 'rank';
   if (field === 'finetune.targets') return 'targets';
+  if (field === 'finetune.dropout') return 'lora_dropout';
   if (field.startsWith('finetune')) return 'finetune';
   if (field.startsWith('gpu.')) return FIELD[field] ? field : 'gpu';
   return FIELD[field] ? field : '';
@@ -484,7 +545,8 @@ function summaryLine(r) {
   const model = state.model === 'custom' ? 'Custom model' : state.model === 'hf' ? `${clip(state.hf?.model_type || 'HF')} config`
     : (presets.models.find((m) => m.id === state.model) || {}).name || state.model;
   const par = state.strategy === 'single' ? '1 GPU' : `${state.gpus} GPUs, ${LABELS.strategy[state.strategy]}${state.zero ? ` stage ${state.zero}` : ''}`;
-  return `${model} · ${r.gpu.name} · ${par} · micro-batch ${state.micro_batch} × ${state.seq_len} tokens · ${state.precision}`;
+  const stack = state.framework === 'hf' ? '' : ` · ${LABELS.framework[state.framework]}`;
+  return `${model} · ${r.gpu.name} · ${par} · micro-batch ${state.micro_batch} × ${state.seq_len} tokens · ${state.precision}${stack}`;
 }
 
 function showTerm(key, bytes, total) {
@@ -646,6 +708,7 @@ function update(sync) {
     lastResult = r;
     results.classList.remove('stale');
     renderAnswer(r);
+    showStackChoices(r.config);
     const rest = () => {
       renderSuggestions(r);
       renderCharts(config);
@@ -674,6 +737,15 @@ function update(sync) {
   }
 }
 
+// The values the stack chose for the knobs left to it, next to them (the placeholder, the first option).
+function showStackChoices(config) {
+  const n = config && config.loss_chunks;
+  $(fid('loss_chunks')).placeholder = Number.isInteger(n) ? `${n} (the stack’s)` : '';
+  const first = $(fid('lm_head_chunks')).options[0];
+  if (config && typeof config.lm_head_chunks === 'boolean')
+    first.textContent = `${LABELS.lm_head_chunks['']}: ${config.lm_head_chunks ? 'yes' : 'no'}`;
+}
+
 // ---------- start ----------
 
 async function main() {
@@ -681,6 +753,7 @@ async function main() {
   mod = await createVramcalc();
   performance.mark('vramcalc:wasm-ready');
   presets = JSON.parse(mod.presets());
+  readProfiles((text) => mod.estimate(text));  // each framework's defaults, as the core sets them
   catalog = Array.isArray(presets.catalog) ? presets.catalog : [];
   for (const m of presets.models) baseArch[m.id] = m.architecture;
   for (const m of catalog) catalogType[m.id] = m.model_type;
@@ -688,7 +761,7 @@ async function main() {
   const parsed = fromQuery(location.search, { models: modelIds, gpus: presets.gpus.map((g) => g.id) });
   state = parsed.state;
   // A link without targets gets the model's own modules (GPT-2's c_attn, all-linear for fused q/k/v ...).
-  if (state.targets === DEFAULTS.targets) state.targets = fitTargets(state);
+  if (state.targets === defaultOf(state, 'targets')) state.targets = fitTargets(state);
   embed = parsed.embed;
   linkProblems = parsed.problems;
   document.body.classList.toggle('embed', embed);

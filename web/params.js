@@ -3,8 +3,9 @@
 // the same lists and bounds as core/config_json.cpp; anything else is reported and ignored, never shown as markup.
 
 export const CHOICES = {
+  framework: ['hf', 'torchtune', 'litgpt'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true'],
-  optimizer: ['adamw', 'adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
+  optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
   finetune: ['full', 'lora', 'qlora'],
   checkpointing: ['none', 'selective', 'full'],
@@ -13,6 +14,10 @@ export const CHOICES = {
   offload: ['none', 'optimizer', 'optimizer+params'],
   device: ['cuda', 'cpu'],
   torch: ['2', '1.13'],
+  loss: ['full', 'chunked', 'fused-linear'],
+  adapter_dtype: ['fp32', 'base'],
+  fsdp_version: ['1', '2'],
+  fsdp_wrap: ['adapters-apart', 'layers'],
   'model.mlp': ['swiglu', 'geglu', 'gelu'],
   'model.activation': ['silu', 'gelu', 'gelu_pytorch_tanh', 'gelu_new', 'gelu_fast', 'quick_gelu', 'gelu_accurate',
     'relu', 'relu2', 'gpt_oss_glu', 'bloom_gelu'],
@@ -23,18 +28,48 @@ export const CHOICES = {
 export const MLP_ACTIVATION = { swiglu: 'silu', geglu: 'gelu_pytorch_tanh', gelu: 'gelu' };
 
 export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj',
-  'c_attn', 'c_proj', 'c_fc', 'all-linear'];
+  'c_attn', 'c_proj', 'c_fc', 'lm_head', 'all-linear'];
+
+// The module names of each training stack's own model code, by role: q, k, v, o, gate, up, down, the output
+// projection (core/families.cpp, rows "llama", "torchtune" and "litgpt"; a framework profile selects its row for
+// every model, core/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
+// test checks these lists against the core's own error message.
+export const STACK_MODULES = {
+  hf: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'lm_head'],
+  torchtune: ['q_proj', 'k_proj', 'v_proj', 'output_proj', 'w1', 'w3', 'w2', 'output'],
+  litgpt: ['query', 'key', 'value', 'projection', 'mlp', 'mlp', 'mlp', 'head'],
+};
+// The LoRA targets the page offers under a framework (hf: the Hugging Face families' names).
+export const targetsOffered = (framework) => (framework === 'torchtune' || framework === 'litgpt'
+  ? [...new Set(STACK_MODULES[framework]), 'all-linear'] : LORA_TARGETS);
+const ALL_TARGETS = new Set([...LORA_TARGETS, ...targetsOffered('torchtune'), ...targetsOffered('litgpt')]);
+// Each stack's usual first choice: the query and value projections (PEFT's and torchtune's examples, LitGPT's
+// lora_query and lora_value).
+const STACK_DEFAULT_TARGETS = { torchtune: 'q_proj,v_proj', litgpt: 'query,value' };
+
+// Targets from one stack's names to another's, role by role (LitGPT's "mlp" stands for gate, up and down).
+export function translateTargets(targets, from, to) {
+  const a = STACK_MODULES[from];
+  const b = STACK_MODULES[to];
+  if (!a || !b || from === to) return targets;
+  const out = [];
+  for (const t of String(targets).split(',')) {
+    if (t === 'all-linear') out.push(t);
+    a.forEach((name, i) => { if (name === t) out.push(b[i]); });
+  }
+  return [...new Set(out)].join(',');
+}
 
 // Bounds from core/config_json.cpp.
 const W = 2 ** 20;
 export const INTS = {
   seq_len: [1, 2 ** 24], micro_batch: [1, 2 ** 20], grad_accum: [1, 2 ** 20], gpus: [1, 2 ** 20], zero: [0, 3],
-  tp: [1, 1024], pp: [1, 1024], rank: [1, 65536],
+  tp: [1, 1024], pp: [1, 1024], rank: [1, 65536], loss_chunks: [1, 2 ** 24],
   'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
 };
-export const BOOLS = ['sequence_parallel', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
+export const BOOLS = ['sequence_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
 // An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
 // defaults (kv_heads defaults to heads, activation to the MLP's usual one).
@@ -68,20 +103,52 @@ export const hfKeyDropped = (k) => HF_DROP.has(k) || /_token_ids?$/.test(k) || /
   k === 'epsilon' || k.length > 80;
 
 // The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
-// catalog, "custom" or "hf".
+// catalog, "custom" or "hf". loss_chunks and lm_head_chunks hold '' for the framework's own choice (LitGPT's depend
+// on the tokens and the fine-tuning method), else what the user set.
 export const DEFAULTS = {
-  model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
-  optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj',
-  checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
+  framework: 'hf', model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
+  optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj', lora_dropout: 0,
+  adapter_dtype: 'fp32', checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
   sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
-  device: 'cuda', torch: '2',
+  device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
+  activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart',
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
+
+// What a framework profile sets (core/frameworks.cpp), read from the core by readProfiles: the configuration it
+// echoes for {"framework": id}. Until then (and for a framework the core does not answer), DEFAULTS.
+export const PROFILE_KEYS = ['precision', 'loss', 'adapter_dtype', 'fsdp_version', 'fsdp_wrap'];
+// The knobs a change of framework gives back to the profile.
+export const PROFILE_GOVERNED = [...PROFILE_KEYS, 'loss_chunks', 'lm_head_chunks'];
+export const PROFILES = {};
+export function readProfiles(estimate) {
+  for (const fw of CHOICES.framework) {
+    let r;
+    try { r = JSON.parse(estimate(JSON.stringify({ framework: fw }))); } catch { continue; }
+    if (!r || !r.config) continue;
+    const p = {};
+    for (const k of PROFILE_KEYS) if (CHOICES[k].includes(String(r.config[k]))) p[k] = String(r.config[k]);
+    PROFILES[fw] = p;
+  }
+  return PROFILES;
+}
+
+// The state's framework profile applied to the knobs it governs (the rest of the state is kept).
+export function applyProfile(s) {
+  const out = { ...s };
+  for (const k of PROFILE_GOVERNED) out[k] = defaultOf(out, k);
+  return out;
+}
 
 export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
 export function defaultOf(state, key) {
   if (key === 'zero') return defaultZero(state.strategy);
+  if (PROFILE_KEYS.includes(key)) {
+    const p = Object.hasOwn(PROFILES, state.framework) ? PROFILES[state.framework] : null;
+    return p && Object.hasOwn(p, key) ? p[key] : DEFAULTS[key];
+  }
+  if (key === 'targets') return STACK_DEFAULT_TARGETS[state.framework] || DEFAULTS.targets;
   if (key === 'model.kv_heads') return state['model.heads'];
   if (key === 'model.activation') return MLP_ACTIVATION[state['model.mlp']] || ARCH_DEFAULTS.activation;
   return DEFAULTS[key];
@@ -89,8 +156,14 @@ export function defaultOf(state, key) {
 
 // The order keys take in a link (also every key a link may hold).
 export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k), 'gpu', 'gpu.memory_gib', 'gpu.name',
-  'finetune', 'rank', 'targets', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'sequence_parallel', 'seq_len', 'micro_batch',
-  'grad_accum', 'precision', 'optimizer', 'optimizer_impl', 'checkpointing', 'attention', 'offload', 'device', 'torch'];
+  'framework', 'finetune', 'rank', 'targets', 'lora_dropout', 'adapter_dtype', 'strategy', 'gpus', 'zero', 'tp', 'pp',
+  'sequence_parallel', 'seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl',
+  'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
+  'offload', 'fsdp_version', 'fsdp_wrap', 'device',
+  'torch'];
+// Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
+export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
+export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
 export const MAX_PARAM_CHARS = 200;
 export const MAX_HF_CHARS = 16384;
 export const MAX_PROBLEMS = 20;
@@ -195,7 +268,7 @@ export function fromBase64Url(s) {
 
 // The configuration the core reads, from the page's fields.
 export function toConfig(s) {
-  const c = {};
+  const c = { framework: s.framework };
   if (s.model === 'custom') {
     const m = {};
     for (const k of ARCH_KEYS) {
@@ -212,7 +285,15 @@ export function toConfig(s) {
   }
   for (const k of ['seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl']) c[k] = s[k];
   c.finetune = s.finetune === 'full' ? 'full'
-    : { method: s.finetune, rank: s.rank, targets: String(s.targets).split(',').map((t) => t.trim()).filter(Boolean) };
+    : { method: s.finetune, rank: s.rank, targets: String(s.targets).split(',').map((t) => t.trim()).filter(Boolean),
+      dropout: s.lora_dropout };
+  if (s.finetune !== 'full') c.adapter_dtype = s.adapter_dtype;
+  c.optimizer_in_backward = s.optimizer_in_backward;
+  c.activation_offload = s.activation_offload;
+  c.fsdp_version = Number(s.fsdp_version);
+  c.fsdp_wrap = s.fsdp_wrap;
+  c.loss = s.loss;
+  if (s.loss === 'chunked') for (const k of CHUNK_KEYS) if (s[k] !== '') c[k] = s[k];
   for (const k of ['checkpointing', 'attention', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'sequence_parallel', 'offload'])
     c[k] = s[k];
   c.gpu = s.gpu === 'custom' ? { name: s['gpu.name'], memory_gib: s['gpu.memory_gib'] } : s.gpu;
@@ -231,6 +312,7 @@ export function applyPatch(s, patch) {
         if (v.method) out.finetune = v.method;
         if (v.rank !== undefined) out.rank = v.rank;
         if (Array.isArray(v.targets)) out.targets = v.targets.join(',');
+        if (v.dropout !== undefined) out.lora_dropout = v.dropout;
       }
     } else if (k === 'gpu') {
       if (typeof v === 'string') out.gpu = v;
@@ -259,7 +341,8 @@ export function toQuery(s, extra = {}) {
     else if (k.startsWith('model.')) keep = s.model === 'custom' && (ARCH_REQUIRED.includes(k.slice(6)) || v !== defaultOf(s, k));
     else if (k === 'gpu.memory_gib') keep = s.gpu === 'custom';
     else if (k === 'gpu.name') keep = s.gpu === 'custom' && v !== DEFAULTS[k];
-    else if (k === 'rank' || k === 'targets') keep = s.finetune !== 'full' && v !== DEFAULTS[k];
+    else if (LORA_KEYS.includes(k)) keep = s.finetune !== 'full' && v !== defaultOf(s, k);
+    else if (CHUNK_KEYS.includes(k)) keep = s.loss === 'chunked' && v !== '';
     else keep = v !== defaultOf(s, k);
     if (!keep || v === '' || v === null || v === undefined) continue;
     const t = k === 'hf' ? toBase64Url(JSON.stringify(compactHf(v))) : String(v);
@@ -316,7 +399,9 @@ export function fromQuery(search, { models, gpus }) {
       seen.set(key, undefined);
     }
   }
-  const bad = (key, why) => report(key, `${why}, got "${clip(get(key))}"; ignored`);
+  const refused = new Set();
+  const bad = (key, why) => { refused.add(key); report(key, `${why}, got "${clip(get(key))}"; ignored`); };
+  const unused = (k) => get(k) !== undefined && !refused.has(k);
 
   const embedText = get('embed');
   if (embedText !== undefined) {
@@ -367,8 +452,16 @@ export function fromQuery(search, { models, gpus }) {
   if (state.model === 'custom' && get('model.activation') === undefined)
     state['model.activation'] = defaultOf(state, 'model.activation');
 
+  // The framework before the rest: its profile gives precision, loss ... (and the LoRA targets) their defaults.
+  if (get('framework') !== undefined) {
+    const fw = readScalar('framework', get('framework'), bad);
+    if (fw !== undefined) {
+      const s = applyProfile({ ...state, framework: fw });
+      Object.assign(state, s, { targets: defaultOf(s, 'targets') });
+    }
+  }
   for (const key of PARAM_ORDER) {
-    if (key === 'model' || key === 'hf' || key.startsWith('model.')) continue;
+    if (key === 'model' || key === 'hf' || key === 'framework' || key.startsWith('model.')) continue;
     const text = get(key);
     if (text === undefined) continue;
     const v = readScalar(key, text, bad, { models, gpus });
@@ -376,8 +469,12 @@ export function fromQuery(search, { models, gpus }) {
   }
   if (get('zero') === undefined) state.zero = defaultZero(state.strategy);
   if (state.finetune === 'full') {
-    for (const k of ['rank', 'targets'])
-      if (get(k) !== undefined) { report(k, 'only used with finetune=lora or qlora; ignored'); state[k] = DEFAULTS[k]; }
+    for (const k of LORA_KEYS)
+      if (unused(k)) { report(k, 'only used with finetune=lora or qlora; ignored'); state[k] = defaultOf(state, k); }
+  }
+  if (state.loss !== 'chunked') {
+    for (const k of CHUNK_KEYS)
+      if (unused(k)) { report(k, 'only used with loss=chunked; ignored'); state[k] = DEFAULTS[k]; }
   }
   if (state.gpu !== 'custom') {
     for (const k of ['gpu.memory_gib', 'gpu.name'])
@@ -418,7 +515,7 @@ function readScalar(key, text, bad, ids = {}) {
     bad(key, 'must be 1 to 60 letters, digits, spaces or . _ ( ) + - /');
     return undefined;
   }
-  if (key === 'model.dropout') {
+  if (key === 'model.dropout' || key === 'lora_dropout') {
     const v = /^0(\.[0-9]{1,12})?$/.test(text) ? Number(text) : NaN;
     if (v >= 0 && v < 1) return v;
     bad(key, 'must be a number from 0 to below 1');
@@ -426,8 +523,8 @@ function readScalar(key, text, bad, ids = {}) {
   }
   if (key === 'targets') {
     const list = text.split(',');
-    if (list.length && list.length <= LORA_TARGETS.length && list.every((t) => LORA_TARGETS.includes(t))) return text;
-    bad(key, `must be a comma-separated list of ${LORA_TARGETS.join(', ')}`);
+    if (list.length && list.length <= ALL_TARGETS.size && list.every((t) => ALL_TARGETS.has(t))) return text;
+    bad(key, `must be a comma-separated list of ${[...ALL_TARGETS].join(', ')}`);
     return undefined;
   }
   bad(key, 'is not understood');

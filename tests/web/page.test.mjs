@@ -2,8 +2,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { serve, launch, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS, CLI } from './lib.mjs';
 
 let server;
 let browser;
@@ -248,6 +249,9 @@ const HOSTILE = [
   ['?targets=q_proj,<b>x</b>&finetune=lora', 1],
   ['?embed=1&model="><svg onload=alert(1)>', 1],
   ['?zero=2', 0],
+  ['?framework=<script>window.__pwned=1</script>&loss=chunked&loss_chunks=0&lm_head_chunks=maybe&optimizer_in_backward=1', 4],
+  ['?finetune=lora&lora_dropout=1&adapter_dtype=__proto__&targets=query,<i>x</i>', 3],
+  ['?framework=litgpt&loss=full&loss_chunks=4&lm_head_chunks=true&adapter_dtype=fp32', 3],
 ];
 
 test('hostile share links: nothing executes, each problem is reported, the page stays usable', async () => {
@@ -411,5 +415,122 @@ test('the explicit architecture starts from the shape, never the experts, of the
   assert.equal(await page.inputValue('#f-model-activation'), 'silu');
   await clean(page, log);
   assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+// The module names the core accepts under a framework, from its own error message for an unknown target.
+function coreTargets(framework) {
+  const r = spawnSync(CLI, ['estimate', '-'], {
+    input: JSON.stringify({ framework, finetune: { method: 'lora', targets: ['nope'] } }), encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  const m = /its projections: (.*)$/m.exec(r.stderr);
+  assert.ok(m, `no list of projections for ${framework}`);
+  return m[1].split(', ').sort();
+}
+const chips = (page) => page.$$eval('#f-targets input', (c) => c.map((x) => x.value));
+const ticked = (page) => page.$$eval('#f-targets input:checked', (c) => c.map((x) => x.value));
+
+test('training stacks: a framework sets its defaults and module names, keeps the rest, and the knobs round-trip', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  // Set apart first: LoRA on four modules, a longer sequence, checkpointing.
+  await page.selectOption('#f-finetune', 'lora');
+  await page.check('#f-targets input[value=o_proj]');
+  await page.check('#f-targets input[value=gate_proj]');
+  await page.fill('#f-seq_len', '4096');
+  await page.selectOption('#f-checkpointing', 'full');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  assert.equal(await page.inputValue('#f-adapter_dtype'), 'fp32');
+  assert.equal(await page.isVisible('#f-loss_chunks'), false, 'no chunk count for the full loss');
+
+  await page.selectOption('#f-framework', 'torchtune');
+  await settle(page);
+  // The profile's precision, loss and adapter dtype; the targets in torchtune's names, role by role.
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-true');
+  assert.equal(await page.inputValue('#f-loss'), 'chunked');
+  assert.equal(await page.inputValue('#f-adapter_dtype'), 'base');
+  assert.deepEqual((await chips(page)).sort(), coreTargets('torchtune'));
+  assert.deepEqual(await ticked(page), ['q_proj', 'v_proj', 'output_proj', 'w1']);
+  assert.equal(await page.getAttribute('#f-loss_chunks', 'placeholder'), '8 (the stack’s)');
+  let s = await shown(page);
+  let cfg = JSON.parse(s.config);
+  assert.equal(cfg.framework, 'torchtune');
+  assert.deepEqual(cfg.finetune.targets, ['q_proj', 'v_proj', 'output_proj', 'w1']);
+  assert.equal(cfg.seq_len, 4096, 'what the user set elsewhere is kept');
+  assert.equal(cfg.checkpointing, 'full');
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes), 'torchtune LoRA: the CLI agrees');
+  assert.equal(new URL(page.url()).search, '?model=llama-2-7b&gpu=a100-80gb&framework=torchtune&finetune=lora' +
+    '&targets=q_proj%2Cv_proj%2Coutput_proj%2Cw1&seq_len=4096&checkpointing=full', 'the profile’s own values stay out of the link');
+
+  // Every new knob, then the link.
+  await page.fill('#f-loss_chunks', '4');
+  await page.selectOption('#f-lm_head_chunks', 'true');
+  await page.fill('#f-lora_dropout', '0.1');
+  await page.selectOption('#f-adapter_dtype', 'fp32');
+  await page.check('#f-optimizer_in_backward');
+  await settle(page);
+  s = await shown(page);
+  cfg = JSON.parse(s.config);
+  assert.deepEqual([cfg.loss_chunks, cfg.lm_head_chunks, cfg.finetune.dropout, cfg.adapter_dtype, cfg.optimizer_in_backward],
+    [4, true, 0.1, 'fp32', true]);
+  const native = cliTotal(s.config);
+  assert.equal(s.bytes, String(native.total_bytes));
+  assert.equal(native.config.loss_chunks, 4);
+  const link = await page.inputValue('#share-url');
+  for (const p of ['framework=torchtune', 'lora_dropout=0.1', 'adapter_dtype=fp32', 'optimizer_in_backward=true',
+    'loss_chunks=4', 'lm_head_chunks=true']) assert.match(link, new RegExp(`[?&]${p}(&|$)`), p);
+  assert.doesNotMatch(link, /precision|loss=/);
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(await shown(again.page), s);
+  for (const [id, v] of [['framework', 'torchtune'], ['precision', 'bf16-true'], ['loss_chunks', '4'], ['lm_head_chunks', 'true'],
+    ['lora_dropout', '0.1'], ['adapter_dtype', 'fp32']]) assert.equal(await again.page.inputValue('#f-' + id), v, id);
+  assert.equal(await again.page.isChecked('#f-optimizer_in_backward'), true);
+  assert.equal(await again.page.inputValue('#share-url'), link);
+  await clean(again.page, again.log);
+  await again.context.close();
+
+  // LitGPT: its names and defaults; the chunk settings go back to the stack's, the rest stays.
+  await page.selectOption('#f-framework', 'litgpt');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  assert.equal(await page.inputValue('#f-adapter_dtype'), 'base');
+  assert.equal(await page.inputValue('#f-loss_chunks'), '');
+  assert.equal(await page.inputValue('#f-lm_head_chunks'), '');
+  assert.deepEqual((await chips(page)).sort(), coreTargets('litgpt'));
+  assert.deepEqual(await ticked(page), ['query', 'value', 'projection', 'mlp']);
+  assert.equal(await page.isChecked('#f-optimizer_in_backward'), true);
+  assert.equal(await page.inputValue('#f-lora_dropout'), '0.1');
+  s = await shown(page);
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  assert.equal(await page.getAttribute('#f-loss_chunks', 'placeholder'), `${JSON.parse(s.config).seq_len / 128} (the stack’s)`);
+  // Back to Hugging Face: Llama's names again.
+  await page.selectOption('#f-framework', 'hf');
+  await settle(page);
+  assert.deepEqual(await ticked(page), ['q_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj']);
+  assert.equal(await page.inputValue('#f-adapter_dtype'), 'fp32');
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('a LitGPT link with the full loss round-trips', async () => {
+  const query = '?model=llama-2-7b&gpu=a100-80gb&framework=litgpt&loss=full';
+  const { page, context, log } = await open(query);
+  assert.equal(await page.isHidden('#link-problems'), true);
+  assert.equal(await page.inputValue('#f-framework'), 'litgpt');
+  assert.equal(await page.inputValue('#f-loss'), 'full');
+  assert.equal(await page.isVisible('#f-loss_chunks'), false);
+  const s = await shown(page);
+  const cfg = JSON.parse(s.config);
+  assert.equal(cfg.framework, 'litgpt');
+  assert.equal(cfg.loss, 'full');
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  const link = await page.inputValue('#share-url');
+  assert.equal(link, server.url + query);
+  const again = await open(link.slice(server.url.length));
+  assert.deepEqual(await shown(again.page), s);
+  await again.context.close();
+  await clean(page, log);
   await context.close();
 });
