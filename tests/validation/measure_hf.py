@@ -46,10 +46,15 @@ import os
 import sys
 import time
 import warnings
-import weakref
-from collections import defaultdict, OrderedDict
+from collections import OrderedDict
 
 import torch
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # for profiler_memory
+from profiler_memory import (  # noqa: E402
+    storage as _storage, live_tensor_bytes, count_params, alloc_nodes as _alloc_nodes, ancestors as _ancestors,
+    describe as _describe, opname as _opname, fmt_shape as _fmt_shape,
+    step_window, step_peaks, live_groups, print_groups,
+    BlockSavedTracer, print_saved_by_block)
 
 warnings.filterwarnings("ignore")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -363,21 +368,6 @@ def decoder_layers(model):
 # Accounting helpers
 # --------------------------------------------------------------------------
 
-def _storage(t):
-    st = t.untyped_storage()
-    return st.data_ptr(), st.nbytes()
-
-
-def live_tensor_bytes(tensors):
-    seen = {}
-    for t in tensors:
-        if isinstance(t, torch.Tensor):
-            ptr, nb = _storage(t)
-            if ptr:
-                seen[ptr] = nb
-    return sum(seen.values())
-
-
 def persistent_tensors(model, opt, batch):
     ts = list(model.parameters()) + list(model.buffers()) + [p.grad for p in model.parameters()]
     for st in opt.state.values():
@@ -394,140 +384,17 @@ def step_counter_bytes(opt):
     return n
 
 
-def count_params(model):
-    seen = {id(p): p for p in model.parameters()}
-    return (sum(p.numel() for p in seen.values()),
-            sum(p.numel() for p in seen.values() if p.requires_grad))
-
-
-def _alloc_nodes(tree):
-    out, stack = [], list(tree)
-    while stack:
-        n = stack.pop()
-        if type(n.extra_fields).__name__ == "_ExtraFields_Allocation":
-            out.append(n)
-        stack.extend(n.children)
-    out.sort(key=lambda n: (n.start_time_ns, n.id))
-    return out
-
-
-def _ancestors(n):
-    p = n.parent
-    while p is not None:
-        yield p
-        p = p.parent
-
-
-def _describe(n):
-    """(phase, innermost op, autograd node) of an allocation event."""
-    phase = inner = node = None
-    p = n.parent
-    while p is not None:
-        nm = p.name
-        if inner is None and not nm.startswith("phase:") and not nm.startswith("step"):
-            inner = nm
-        if node is None and nm.startswith("autograd::engine::evaluate_function: "):
-            node = nm.split(": ", 1)[1]
-        if phase is None and nm.startswith("phase:"):
-            phase = nm.split(":", 1)[1]
-        p = p.parent
-    return phase, inner, node
-
-
-def _opname(n):
-    if n is None:
-        return None
-    _, inner, node = _describe(n)
-    return inner if node is None else "%s (%s)" % (inner, node)
-
-
 # --------------------------------------------------------------------------
 # Saved-tensor tracing
 # --------------------------------------------------------------------------
 
-class SavedTracer:
+class SavedTracer(BlockSavedTracer):
     def __init__(self, model):
-        self.region = "outside"
-        self.records = OrderedDict()  # ptr -> dict
-        self.dead = []  # saved during the forward by autograd nodes that died before it ended
-        self.handles = []
         lm = decoder_layers(model)
-        self.n_layers = len(lm[1]) if lm else 0
-        if lm:
-            for i, layer in enumerate(lm[1]):
-                self.handles.append(layer.register_forward_pre_hook(self._enter(i)))
-                self.handles.append(layer.register_forward_hook(self._leave(i)))
-
-    def _enter(self, i):
-        def f(mod, args):
-            self.region = i
-        return f
-
-    def _leave(self, i):
-        def f(mod, args, out):
-            self.region = "outside"
-        return f
-
-    def pack(self, t):
-        ptr, nb = _storage(t)
-        d = t.detach()
-        r = self.records.get(ptr)
-        if r is None or not any(w() is not None for w in r["refs"]):
-            # new storage (or a reused address whose previous saver has died)
-            if r is not None:
-                self.dead.append(r)
-            r = self.records[ptr] = {"shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                                     "nbytes": nb, "producer": t.grad_fn.name() if t.grad_fn is not None else
-                                     ("param/leaf" if t.requires_grad else "no-grad"),
-                                     "region": self.region, "keepers": [], "refs": []}
-            self.records.move_to_end(ptr)
-        r["refs"].append(weakref.ref(d))
-        return d
-
-    def hooks(self):
-        return torch.autograd.graph.saved_tensors_hooks(self.pack, lambda x: x)
+        super().__init__(lm[1] if lm else [])
 
     def walk(self, loss):
-        """Name the autograd node + attribute that keeps each saved storage; drop the
-        records whose saving nodes died during the forward (graph branches that do not
-        reach the loss, e.g. no-grad routing math)."""
-        for ptr in list(self.records):
-            r = self.records[ptr]
-            if not any(w() is not None for w in r["refs"]):
-                self.dead.append(self.records.pop(ptr))
-        seen, stack = set(), [loss.grad_fn]
-        while stack:
-            fn = stack.pop()
-            if fn is None or fn in seen:
-                continue
-            seen.add(fn)
-            vals = []
-            for attr in dir(fn):
-                if attr.startswith("_saved_"):
-                    try:
-                        vals.append((attr[7:], getattr(fn, attr)))
-                    except Exception:
-                        pass
-            if hasattr(fn, "saved_tensors") and not any(a.startswith("_saved_") for a in dir(fn)):
-                try:
-                    for j, t in enumerate(fn.saved_tensors):
-                        vals.append(("saved[%d]" % j, t))
-                except Exception:
-                    pass
-            for attr, v in vals:
-                items = v if isinstance(v, (list, tuple)) else [v]
-                for t in items:
-                    if isinstance(t, torch.Tensor):
-                        ptr, _ = _storage(t)
-                        if ptr in self.records:
-                            self.records[ptr]["keepers"].append("%s.%s" % (fn.name(), attr))
-            for nxt, _ in fn.next_functions:
-                if nxt is not None:
-                    stack.append(nxt)
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
+        super().walk(loss, custom_saved=True)
 
 
 # --------------------------------------------------------------------------
@@ -577,34 +444,10 @@ def run_case(case, steps=3, trace=False, out=sys.stdout):
     allocs = _alloc_nodes(tree)
     step_node = [r for r in tree if r.name == "step%d" % (steps - 1)][-1]
     t0, t1 = step_node.start_time_ns, step_node.end_time_ns
-    cum, cum_at_start, in_step = 0, None, []
-    live0 = {}
-    for n in allocs:
-        if cum_at_start is None and n.start_time_ns >= t0:
-            cum_at_start = cum
-        if n.start_time_ns < t0:
-            if n.extra_fields.alloc_size > 0:
-                live0[n.extra_fields.ptr] = n
-            else:
-                live0.pop(n.extra_fields.ptr, None)
-        if t0 <= n.start_time_ns <= t1:
-            in_step.append(n)
-        cum += n.extra_fields.alloc_size
+    in_step, live0, cum_at_start, cum = step_window(allocs, t0, t1)
     if cum_at_start is None:
         cum_at_start = cum
-    cur, peak, peak_i = 0, 0, -1
-    phase_peak = {p: 0 for p in ("forward", "backward", "optimizer")}
-    phase_op, phase_end = {}, {}
-    for i, n in enumerate(in_step):
-        cur += n.extra_fields.alloc_size
-        ph = _describe(n)[0]
-        if ph in phase_peak and cur > phase_peak[ph]:
-            phase_peak[ph] = cur
-            phase_op[ph] = n
-        if ph is not None:
-            phase_end[ph] = cur
-        if cur > peak:
-            peak, peak_i = cur, i
+    cur, peak, peak_i, phase_peak, phase_op, phase_end, _ = step_peaks(in_step, ("forward", "backward", "optimizer"))
     pk = in_step[peak_i]
     tot, tr = count_params(model)
     measured = {
@@ -637,10 +480,6 @@ def run_case(case, steps=3, trace=False, out=sys.stdout):
     return measured, check, info
 
 
-def _fmt_shape(s):
-    return "(" + ",".join(str(x) for x in s) + ")"
-
-
 TRACE_LEGEND = """\
 measure_hf.py --trace   (torch %s, transformers %s, CPU; regenerate: see HF_MEASUREMENTS.md)
 Per case:
@@ -662,27 +501,8 @@ Per case:
 
 def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, measured, out):
     P = lambda *a: print(*a, file=out)  # noqa: E731
-    live = {}
-    for n in in_step[: peak_i + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
     rec = tracer.records
-    groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
-        ph, inner, node = _describe(n)
-        key = (ph or "-", node or "-", inner or "-")
-        sz = n.extra_fields.alloc_size
-        g = groups[key]
-        g[0] += sz
-        g[1] += 1
-        r = rec.get(ptr)
-        if ph == "forward" and r is not None and r["nbytes"] == sz:
-            g[2]["%s%s" % (r["dtype"], _fmt_shape(r["shape"]))] += 1
-        else:
-            g[2]["%dB" % sz] += 1
+    groups = live_groups(in_step, peak_i, rec)
     c = case["config"]
     P("=" * 100)
     P("=== %s  (B=%d S=%d %s %s)  peak=%d = step_start %d + %d  [%s: %s]" % (
@@ -693,57 +513,9 @@ def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, meas
         measured["forward_peak_bytes"], measured["forward_peak_op"], measured["after_forward_bytes"],
         measured["backward_peak_bytes"], measured["optimizer_peak_bytes"]))
     P("  -- live at the peak (allocated during the step), by phase / autograd node / op:")
-    for key, (nb, cnt, sizes) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
-        sz = ", ".join("%s x%d" % (k, v) if v > 1 else k for k, v in
-                       sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
-        if len(sizes) > 6:
-            sz += ", ..."
-        P("  %10d x%-3d %-8s %-34s %-28s %s" % (nb, cnt, key[0], key[1][:34], key[2][:28], sz))
+    print_groups(P, groups, (8, 34, 28))
     # saved-for-backward
-    items = [(p, r) for p, r in rec.items() if p not in persistent_ptrs]
-    per_region = defaultdict(int)
-    for p, r in items:
-        per_region[r["region"]] += r["nbytes"]
-    P("  -- saved-for-backward storages (non-persistent, unique storages): total %d B; per region: %s" % (
-        sum(per_region.values()),
-        ", ".join("%s=%d" % ("layer%d" % k if isinstance(k, int) else k, v) for k, v in
-                  sorted(per_region.items(), key=lambda kv: (isinstance(kv[0], str), kv[0])))))
-    n_persist = sum(1 for p, r in rec.items() if p in persistent_ptrs)
-    P("     (%d saved tensors are parameters/buffers/batch, not counted; %d storages (%d B) were saved by "
-      "autograd nodes that died during the forward, not listed)" % (
-          n_persist, len(tracer.dead), sum(r["nbytes"] for r in tracer.dead)))
-    target = tracer.n_layers - 1
-
-    def line(r):
-        keep = ",".join(sorted(set(r["keepers"]))) or "?"
-        return "%9d %-8s %-18s <- %-26s ; %s" % (r["nbytes"], r["dtype"], _fmt_shape(r["shape"]),
-                                                 r["producer"], keep)
-
-    by_region = defaultdict(list)
-    for p, r in items:
-        by_region[r["region"]].append(line(r))
-    for title, reg in (("decoder layer %d (the last)" % target, target), ("outside the layers", "outside")):
-        P("  -- saved by %s: storage bytes, dtype, shape of the saved view <- producer grad_fn ;"
-          " kept by node.attr" % title)
-        for ln in by_region.get(reg, []):
-            P("     " + ln)
-    # the other layers, as differences from the last one (multisets of lines)
-    ref = defaultdict(int)
-    for ln in by_region.get(target, []):
-        ref[ln] += 1
-    for k in range(target):
-        cnt = defaultdict(int)
-        for ln in by_region.get(k, []):
-            cnt[ln] += 1
-        plus = [(ln, cnt[ln] - ref.get(ln, 0)) for ln in cnt if cnt[ln] > ref.get(ln, 0)]
-        minus = [(ln, ref[ln] - cnt.get(ln, 0)) for ln in ref if ref[ln] > cnt.get(ln, 0)]
-        if not plus and not minus:
-            P("  -- layer %d saves the same as layer %d" % (k, target))
-            continue
-        P("  -- layer %d differs from layer %d: + saved only here, - saved only there (xN = N times)" % (k, target))
-        for sign, lst in (("+", plus), ("-", minus)):
-            for ln, n in lst:
-                P("   %s %s%s" % (sign, ln, "  x%d" % n if n > 1 else ""))
+    print_saved_by_block(P, rec, persistent_ptrs, tracer, "layer", "decoder layer", "during the forward")
 
 
 # --------------------------------------------------------------------------

@@ -54,6 +54,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # for profiler_memory
+from profiler_memory import (  # noqa: E402
+    alloc_nodes as _alloc_nodes, live_tensor_bytes as _live_tensor_bytes, step_window)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORLD = 2
@@ -191,13 +194,7 @@ def _storage(t):
 
 
 def live_tensor_bytes(tensors):
-    seen = {}
-    for t in tensors:
-        if isinstance(t, torch.Tensor):
-            ptr, nb = _storage(t)
-            if ptr:
-                seen[ptr] = nb
-    return sum(seen.values())
+    return _live_tensor_bytes(tensors, lambda t: [_storage(t)])
 
 
 def fsdp_internal_tensors(model, version):
@@ -276,17 +273,6 @@ def count_params(model, version):
         tot += numel
         tr += numel if p.requires_grad else 0
     return tot, tr
-
-
-def _alloc_nodes(tree):
-    out, stack = [], list(tree)
-    while stack:
-        n = stack.pop()
-        if type(n.extra_fields).__name__ == "_ExtraFields_Allocation":
-            out.append(n)
-        stack.extend(n.children)
-    out.sort(key=lambda n: (n.start_time_ns, n.id))
-    return out
 
 
 def _describe(n):
@@ -442,19 +428,7 @@ def worker(args):
                      "live_at_step_start_bytes": c_start or 0, "live_at_end_of_run_bytes": c_cur,
                      "raw_step_start_bytes": raw_start, "raw_peak_allocated_bytes": (raw_start or 0) + raw_peak}
     allocs = main_allocs
-    cum, cum_at_start, in_step, live0 = 0, None, [], {}
-    for n in allocs:
-        if cum_at_start is None and n.start_time_ns >= t0:
-            cum_at_start = cum
-        if n.start_time_ns < t0:
-            if n.extra_fields.alloc_size > 0:
-                live0[n.extra_fields.ptr] = n
-            else:
-                live0.pop(n.extra_fields.ptr, None)
-        if t0 <= n.start_time_ns <= t1:
-            in_step.append(n)
-        cum += n.extra_fields.alloc_size
-    step_start = cum_at_start
+    in_step, live0, step_start, _ = step_window(allocs, t0, t1)
     cur, peak, peak_i = 0, 0, -1
     phase_peak = {p: 0 for p in ("forward", "backward", "optimizer")}
     phase_op = {}

@@ -41,10 +41,15 @@ import platform
 import sys
 import time
 import warnings
-import weakref
-from collections import defaultdict, OrderedDict
+from collections import OrderedDict
 
 import torch
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # for profiler_memory
+from profiler_memory import (  # noqa: E402
+    storage as _storage, live_tensor_bytes, count_params, alloc_nodes as _alloc_nodes,
+    describe as _describe, opname as _opname, fmt_shape as _fmt_shape,
+    step_window, step_peaks, live_groups, print_groups,
+    BlockSavedTracer, print_saved_by_block)
 
 warnings.filterwarnings("ignore")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -166,12 +171,10 @@ def vramcalc_config(case, cfg):
         ("tied_embeddings", False), ("max_positions", cfg.block_size),
         ("mlp", "swiglu" if llama else "gelu"), ("norm", "rmsnorm" if cfg.norm_class_name == "RMSNorm" else "layernorm"),
         ("activation", "silu" if llama else "gelu"), ("bias", bool(cfg.bias)), ("lm_head_bias", bool(cfg.lm_head_bias)),
-        ("position", "rope"), ("rotary_fraction", cfg.rotary_percentage),
-        ("parallel_residual", bool(cfg.parallel_residual)),
-        ("family", "llama" if llama else "pythia")])
+        ("position", "rope"), ("parallel_block", bool(cfg.parallel_residual)),
+        ("family", "llama" if llama else "gpt_neox")])
     if case["lora"]:
-        ft = OrderedDict([("method", "lora"), ("rank", case["lora"]["lora_r"]),
-                          ("alpha", case["lora"]["lora_alpha"]), ("dropout", case["lora"]["lora_dropout"]),
+        ft = OrderedDict([("method", "lora"), ("rank", case["lora"]["lora_r"]), ("dropout", case["lora"]["lora_dropout"]),
                           ("targets", [n for k, n in LORA_TARGETS if case["lora"].get(k)])])
     else:
         ft = "full"
@@ -188,29 +191,22 @@ def vramcalc_config(case, cfg):
         ("framework", "litgpt"), ("model", model), ("seq_len", seq), ("micro_batch", BATCH), ("grad_accum", 1),
         ("precision", case["precision"]), ("optimizer", "adamw"), ("optimizer_impl", "single-tensor"),
         ("finetune", ft), ("checkpointing", "none"), ("attention", "flash"), ("strategy", "single"), ("gpus", 1),
-        ("loss", loss), ("loss_chunks", n_chunks), ("lm_head_chunk_size", case["lm_head_chunk"]),
-        ("ce_chunk_size", case["ce_chunk"]), ("adapter_dtype", "base"), ("device", "cpu"),
-        ("gpu", {"name": "cpu", "memory_gib": 1000})])
+        ("loss", loss), ("loss_chunks", n_chunks), ("adapter_dtype", "base"), ("device", "cpu"),
+        ("gpu", {"name": "cpu", "memory_gib": 1000}), ("lm_head_chunks", case["lm_head_chunk"] > 0)])
+
+
+def litgpt_settings(case, cfg):
+    """The LitGPT settings behind a case that the vramcalc configuration does not name (kept for the record)."""
+    s = OrderedDict([("lm_head_chunk_size", case["lm_head_chunk"]), ("ce_chunk_size", case["ce_chunk"]),
+                     ("model.rotary_fraction", cfg.rotary_percentage)])
+    if case["lora"]:
+        s["finetune.alpha"] = case["lora"]["lora_alpha"]
+    return s
 
 
 # --------------------------------------------------------------------------
 # Accounting helpers (as measure_hf.py)
 # --------------------------------------------------------------------------
-
-def _storage(t):
-    st = t.untyped_storage()
-    return st.data_ptr(), st.nbytes()
-
-
-def live_tensor_bytes(tensors):
-    seen = {}
-    for t in tensors:
-        if isinstance(t, torch.Tensor):
-            ptr, nb = _storage(t)
-            if ptr:
-                seen[ptr] = nb
-    return sum(seen.values())
-
 
 def _flat(x):
     if isinstance(x, torch.Tensor):
@@ -227,119 +223,11 @@ def persistent_tensors(model, opt, batch):
     return ts + list(batch)
 
 
-def count_params(model):
-    seen = {id(p): p for p in model.parameters()}
-    return (sum(p.numel() for p in seen.values()),
-            sum(p.numel() for p in seen.values() if p.requires_grad))
-
-
-def _alloc_nodes(tree):
-    out, stack = [], list(tree)
-    while stack:
-        n = stack.pop()
-        if type(n.extra_fields).__name__ == "_ExtraFields_Allocation":
-            out.append(n)
-        stack.extend(n.children)
-    out.sort(key=lambda n: (n.start_time_ns, n.id))
-    return out
-
-
-def _describe(n):
-    phase = inner = node = None
-    p = n.parent
-    while p is not None:
-        nm = p.name
-        if inner is None and not nm.startswith("phase:") and not nm.startswith("step"):
-            inner = nm
-        if node is None and nm.startswith("autograd::engine::evaluate_function: "):
-            node = nm.split(": ", 1)[1]
-        if phase is None and nm.startswith("phase:"):
-            phase = nm.split(":", 1)[1]
-        p = p.parent
-    return phase, inner, node
-
-
-def _opname(n):
-    if n is None:
-        return None
-    _, inner, node = _describe(n)
-    return inner if node is None else "%s (%s)" % (inner, node)
-
-
-class SavedTracer:
+class SavedTracer(BlockSavedTracer):
     """Every storage saved for backward during the measured forward+loss, by region."""
 
     def __init__(self, model):
-        self.region = "outside"
-        self.records = OrderedDict()
-        self.dead = []
-        self.handles = []
-        self.layers = model.transformer.h
-        self.n_layers = len(self.layers)
-        for i, layer in enumerate(self.layers):
-            self.handles.append(layer.register_forward_pre_hook(self._enter(i)))
-            self.handles.append(layer.register_forward_hook(self._leave(i)))
-
-    def _enter(self, i):
-        def f(mod, args):
-            self.region = i
-        return f
-
-    def _leave(self, i):
-        def f(mod, args, out):
-            self.region = "outside"
-        return f
-
-    def pack(self, t):
-        ptr, nb = _storage(t)
-        d = t.detach()
-        r = self.records.get(ptr)
-        if r is None or not any(w() is not None for w in r["refs"]):
-            if r is not None:
-                self.dead.append(r)
-            r = self.records[ptr] = {"shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                                     "nbytes": nb, "producer": t.grad_fn.name() if t.grad_fn is not None else
-                                     ("param/leaf" if t.requires_grad else "no-grad"),
-                                     "region": self.region, "keepers": [], "refs": []}
-            self.records.move_to_end(ptr)
-        r["refs"].append(weakref.ref(d))
-        return d
-
-    def hooks(self):
-        return torch.autograd.graph.saved_tensors_hooks(self.pack, lambda x: x)
-
-    def walk(self, loss):
-        for ptr in list(self.records):
-            r = self.records[ptr]
-            if not any(w() is not None for w in r["refs"]):
-                self.dead.append(self.records.pop(ptr))
-        seen, stack = set(), [loss.grad_fn]
-        while stack:
-            fn = stack.pop()
-            if fn is None or fn in seen:
-                continue
-            seen.add(fn)
-            vals = []
-            for attr in dir(fn):
-                if attr.startswith("_saved_"):
-                    try:
-                        vals.append((attr[7:], getattr(fn, attr)))
-                    except Exception:  # noqa: BLE001
-                        pass
-            for attr, v in vals:
-                items = v if isinstance(v, (list, tuple)) else [v]
-                for t in items:
-                    if isinstance(t, torch.Tensor):
-                        ptr, _ = _storage(t)
-                        if ptr in self.records:
-                            self.records[ptr]["keepers"].append("%s.%s" % (fn.name(), attr))
-            for nxt, _ in fn.next_functions:
-                if nxt is not None:
-                    stack.append(nxt)
-
-    def remove(self):
-        for h in self.handles:
-            h.remove()
+        super().__init__(model.transformer.h)
 
 
 # --------------------------------------------------------------------------
@@ -422,30 +310,11 @@ def run_case(case, steps=3, trace=False, out=sys.stdout):
     allocs = _alloc_nodes(tree)
     step_node = [r for r in tree if r.name == "step%d" % (steps - 1)][-1]
     t0, t1 = step_node.start_time_ns, step_node.end_time_ns
-    cum, cum_at_start, in_step = 0, None, []
-    for n in allocs:
-        if cum_at_start is None and n.start_time_ns >= t0:
-            cum_at_start = cum
-        if t0 <= n.start_time_ns <= t1:
-            in_step.append(n)
-        cum += n.extra_fields.alloc_size
+    in_step, _, cum_at_start, cum = step_window(allocs, t0, t1)
     if cum_at_start is None:
         cum_at_start = cum
-    cur, peak, peak_i = 0, 0, -1
-    phases = ("forward", "loss", "backward", "optimizer")
-    phase_peak = {p: None for p in phases}
-    phase_op, phase_end, phase_i = {}, {}, {}
-    for i, n in enumerate(in_step):
-        cur += n.extra_fields.alloc_size
-        ph = _describe(n)[0]
-        if ph in phase_peak and (phase_peak[ph] is None or cur > phase_peak[ph]):
-            phase_peak[ph] = cur
-            phase_op[ph] = n
-            phase_i[ph] = i
-        if ph is not None:
-            phase_end[ph] = cur
-        if cur > peak:
-            peak, peak_i = cur, i
+    cur, peak, peak_i, phase_peak, phase_op, phase_end, phase_i = step_peaks(
+        in_step, ("forward", "loss", "backward", "optimizer"), init=None)
     pk = in_step[peak_i]
     tot, tr = count_params(model)
     orig = model.module if hasattr(model, "module") else model
@@ -498,10 +367,6 @@ def run_case(case, steps=3, trace=False, out=sys.stdout):
     return measured, check, info
 
 
-def _fmt_shape(s):
-    return "(" + ",".join(str(x) for x in s) + ")"
-
-
 TRACE_LEGEND = """\
 measure.py --trace   (torch %s, litgpt %s, lightning %s, CPU; see README.md in this folder)
 Per case:
@@ -524,62 +389,10 @@ Per case:
 """
 
 
-def _live_groups(in_step, upto, rec):
-    live = {}
-    for n in in_step[: upto + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
-    groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
-        ph, inner, node = _describe(n)
-        key = (ph or "-", node or "-", inner or "-")
-        sz = n.extra_fields.alloc_size
-        g = groups[key]
-        g[0] += sz
-        g[1] += 1
-        r = rec.get(ptr)
-        if ph in ("forward", "loss") and r is not None and r["nbytes"] == sz:
-            g[2]["%s%s" % (r["dtype"], _fmt_shape(r["shape"]))] += 1
-        else:
-            g[2]["%dB" % sz] += 1
-    return groups
-
-
-def _print_groups(P, groups):
-    for key, (nb, cnt, sizes) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
-        sz = ", ".join("%s x%d" % (k, v) if v > 1 else k for k, v in
-                       sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
-        if len(sizes) > 6:
-            sz += ", ..."
-        P("  %10d x%-3d %-9s %-34s %-28s %s" % (nb, cnt, key[0], key[1][:34], key[2][:28], sz))
-
-
 def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, measured, out, opt_i=None):
     P = lambda *a: print(*a, file=out)  # noqa: E731
-    live = {}
-    for n in in_step[: peak_i + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
     rec = tracer.records
-    groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
-        ph, inner, node = _describe(n)
-        key = (ph or "-", node or "-", inner or "-")
-        sz = n.extra_fields.alloc_size
-        g = groups[key]
-        g[0] += sz
-        g[1] += 1
-        r = rec.get(ptr)
-        if ph in ("forward", "loss") and r is not None and r["nbytes"] == sz:
-            g[2]["%s%s" % (r["dtype"], _fmt_shape(r["shape"]))] += 1
-        else:
-            g[2]["%dB" % sz] += 1
+    groups = live_groups(in_step, peak_i, rec, ("forward", "loss"))
     m = measured
     P("=" * 100)
     P("=== %s  (B=%d S=%d %s, %s)  peak=%d = step_start %d + %d  [%s: %s]" % (
@@ -593,58 +406,11 @@ def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, meas
     P("  bwd_peak=%d (%s)" % (m["backward_peak_bytes"], m["backward_peak_op"]))
     P("  opt_peak=%d (%s)" % (m["optimizer_peak_bytes"], m["optimizer_peak_op"]))
     P("  -- live at the peak (allocated during the step), by phase / autograd node / op:")
-    for key, (nb, cnt, sizes) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
-        sz = ", ".join("%s x%d" % (k, v) if v > 1 else k for k, v in
-                       sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
-        if len(sizes) > 6:
-            sz += ", ..."
-        P("  %10d x%-3d %-9s %-34s %-28s %s" % (nb, cnt, key[0], key[1][:34], key[2][:28], sz))
+    print_groups(P, groups)
     if opt_i is not None:
         P("  -- live at the optimizer-step peak (allocated during the step; gradients, the new logits, temporaries):")
-        _print_groups(P, _live_groups(in_step, opt_i, rec))
-    items = [(p, r) for p, r in rec.items() if p not in persistent_ptrs]
-    per_region = defaultdict(int)
-    for p, r in items:
-        per_region[r["region"]] += r["nbytes"]
-    P("  -- saved-for-backward storages (non-persistent, unique storages): total %d B; per region: %s" % (
-        sum(per_region.values()),
-        ", ".join("%s=%d" % ("block%d" % k if isinstance(k, int) else k, v) for k, v in
-                  sorted(per_region.items(), key=lambda kv: (isinstance(kv[0], str), kv[0])))))
-    n_persist = sum(1 for p, r in rec.items() if p in persistent_ptrs)
-    P("     (%d saved tensors are parameters/buffers/batch, not counted; %d storages (%d B) were saved by "
-      "autograd nodes that died before the backward, not listed)" % (
-          n_persist, len(tracer.dead), sum(r["nbytes"] for r in tracer.dead)))
-    target = tracer.n_layers - 1
-
-    def line(r):
-        keep = ",".join(sorted(set(r["keepers"]))) or "?"
-        return "%9d %-8s %-18s <- %-26s ; %s" % (r["nbytes"], r["dtype"], _fmt_shape(r["shape"]),
-                                                 r["producer"], keep)
-
-    by_region = defaultdict(list)
-    for p, r in items:
-        by_region[r["region"]].append(line(r))
-    for title, reg in (("block %d (the last)" % target, target), ("outside the blocks", "outside")):
-        P("  -- saved by %s: storage bytes, dtype, shape of the saved view <- producer grad_fn ;"
-          " kept by node.attr" % title)
-        for ln in by_region.get(reg, []):
-            P("     " + ln)
-    ref = defaultdict(int)
-    for ln in by_region.get(target, []):
-        ref[ln] += 1
-    for k in range(target):
-        cnt = defaultdict(int)
-        for ln in by_region.get(k, []):
-            cnt[ln] += 1
-        plus = [(ln, cnt[ln] - ref.get(ln, 0)) for ln in cnt if cnt[ln] > ref.get(ln, 0)]
-        minus = [(ln, ref[ln] - cnt.get(ln, 0)) for ln in ref if ref[ln] > cnt.get(ln, 0)]
-        if not plus and not minus:
-            P("  -- block %d saves the same as block %d" % (k, target))
-            continue
-        P("  -- block %d differs from block %d: + saved only here, - saved only there (xN = N times)" % (k, target))
-        for sign, lst in (("+", plus), ("-", minus)):
-            for ln, n in lst:
-                P("   %s %s%s" % (sign, ln, "  x%d" % n if n > 1 else ""))
+        print_groups(P, live_groups(in_step, opt_i, rec, ("forward", "loss")))
+    print_saved_by_block(P, rec, persistent_ptrs, tracer, "block", "block", "before the backward")
 
 
 # --------------------------------------------------------------------------
@@ -686,11 +452,13 @@ def main():
                 check["step_net_bytes"] != check["tensor_end_minus_start"]:
             print("WARNING %s: accounting mismatch %r vs step_start %d" %
                   (c["name"], dict(check), measured["step_start_bytes"]), file=sys.stderr)
-        cfg = vramcalc_config(c, litgpt_config(c))
+        lcfg = litgpt_config(c)
+        cfg = vramcalc_config(c, lcfg)
         rec = OrderedDict([("name", c["name"]), ("config", cfg), ("measured", measured), ("litgpt", info),
                            ("check", check), ("versions", versions), ("device", "cpu"),
                            ("torch", torch.__version__),
-                           ("date", datetime.datetime.now(datetime.timezone.utc).date().isoformat())])
+                           ("date", datetime.datetime.now(datetime.timezone.utc).date().isoformat()),
+                           ("litgpt_settings", litgpt_settings(c, lcfg))])
         records.append(rec)
         m = measured
         print("%-42s peak=%9d start=%8d fwd=%9d loss=%9d bwd=%9d opt=%9d %-8s %s (%.1fs)" % (

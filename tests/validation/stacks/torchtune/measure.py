@@ -58,6 +58,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 logging.disable(logging.WARNING)
 
 import torch  # noqa: E402
+sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # for profiler_memory
+from profiler_memory import (  # noqa: E402
+    live_tensor_bytes as _live_tensor_bytes, count_params, alloc_nodes as _alloc_nodes,
+    ancestors as _ancestors, describe as _describe, opname as _opname, fmt_shape as _fmt_shape,
+    step_window, step_peaks, live_groups, print_groups)
 from torch import nn  # noqa: E402
 
 import torchao  # noqa: E402
@@ -213,13 +218,7 @@ def _is_plain(t):
 
 
 def live_tensor_bytes(tensors):
-    seen = {}
-    for t in tensors:
-        if isinstance(t, torch.Tensor):
-            for ptr, nb in _storages(t):
-                if ptr:
-                    seen[ptr] = nb
-    return sum(seen.values())
+    return _live_tensor_bytes(tensors, _storages)
 
 
 def persistent_tensors(model, opts, batch):
@@ -248,12 +247,6 @@ def step_counter_bytes(opts):
     return n
 
 
-def count_params(model):
-    seen = {id(p): p for p in model.parameters()}
-    return (sum(p.numel() for p in seen.values()),
-            sum(p.numel() for p in seen.values() if p.requires_grad))
-
-
 def param_bytes(model):
     """bytes of the parameters by kind: trainable, frozen plain, frozen NF4 (inner tensors)."""
     out = defaultdict(int)
@@ -262,47 +255,6 @@ def param_bytes(model):
         kind = "trainable" if p.requires_grad else ("frozen_nf4" if not _is_plain(p) else "frozen")
         out[kind] += nb
     return dict(out)
-
-
-def _alloc_nodes(tree):
-    out, stack = [], list(tree)
-    while stack:
-        n = stack.pop()
-        if type(n.extra_fields).__name__ == "_ExtraFields_Allocation":
-            out.append(n)
-        stack.extend(n.children)
-    out.sort(key=lambda n: (n.start_time_ns, n.id))
-    return out
-
-
-def _ancestors(n):
-    p = n.parent
-    while p is not None:
-        yield p
-        p = p.parent
-
-
-def _describe(n):
-    """(phase, innermost op, autograd node) of an allocation event."""
-    phase = inner = node = None
-    p = n.parent
-    while p is not None:
-        nm = p.name
-        if inner is None and not nm.startswith("phase:") and not nm.startswith("step"):
-            inner = nm
-        if node is None and nm.startswith("autograd::engine::evaluate_function: "):
-            node = nm.split(": ", 1)[1]
-        if phase is None and nm.startswith("phase:"):
-            phase = nm.split(":", 1)[1]
-        p = p.parent
-    return phase, inner, node
-
-
-def _opname(n):
-    if n is None:
-        return None
-    _, inner, node = _describe(n)
-    return inner if node is None else "%s (%s)" % (inner, node)
 
 
 # --------------------------------------------------------------------------
@@ -492,34 +444,10 @@ def run_case(case, steps=3, trace=True, out=None):
     allocs = _alloc_nodes(tree)
     step_node = [r for r in tree if r.name == "step%d" % (steps - 1)][-1]
     t0, t1 = step_node.start_time_ns, step_node.end_time_ns
-    cum, cum_at_start, in_step = 0, None, []
-    live0 = {}
-    for n in allocs:
-        if cum_at_start is None and n.start_time_ns >= t0:
-            cum_at_start = cum
-        if n.start_time_ns < t0:
-            if n.extra_fields.alloc_size > 0:
-                live0[n.extra_fields.ptr] = n
-            else:
-                live0.pop(n.extra_fields.ptr, None)
-        if t0 <= n.start_time_ns <= t1:
-            in_step.append(n)
-        cum += n.extra_fields.alloc_size
+    in_step, live0, cum_at_start, cum = step_window(allocs, t0, t1)
     if cum_at_start is None:
         cum_at_start = cum
-    cur, peak, peak_i = 0, 0, -1
-    phase_peak = {p: 0 for p in ("forward", "backward", "optimizer")}
-    phase_op, phase_end = {}, {}
-    for i, n in enumerate(in_step):
-        cur += n.extra_fields.alloc_size
-        ph = _describe(n)[0]
-        if ph in phase_peak and cur > phase_peak[ph]:
-            phase_peak[ph] = cur
-            phase_op[ph] = n
-        if ph is not None:
-            phase_end[ph] = cur
-        if cur > peak:
-            peak, peak_i = cur, i
+    cur, peak, peak_i, phase_peak, phase_op, phase_end, _ = step_peaks(in_step, ("forward", "backward", "optimizer"))
     pk = in_step[peak_i]
     # optimizer.step() wherever it runs (inside the backward under optimizer_in_bwd)
     cur2, ostep_peak, ostep_op, n_steps_seen = 0, None, None, 0
@@ -586,10 +514,6 @@ def _region_key(r):
     return order.get(r, (9, 0))
 
 
-def _fmt_shape(s):
-    return "(" + ",".join(str(x) for x in s) + ")"
-
-
 TRACE_LEGEND = """\
 tests/validation/stacks/torchtune/measure.py   (torch %s, torchtune %s, torchao %s, CPU)
 Regenerate: see tests/validation/stacks/torchtune/README.md.
@@ -616,27 +540,8 @@ Per case:
 
 def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, measured, out):
     P = lambda *a: print(*a, file=out)  # noqa: E731
-    live = {}
-    for n in in_step[: peak_i + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
     rec = tracer.records
-    groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
-        ph, inner, node = _describe(n)
-        key = (ph or "-", node or "-", inner or "-")
-        sz = n.extra_fields.alloc_size
-        g = groups[key]
-        g[0] += sz
-        g[1] += 1
-        r = rec.get(ptr)
-        if ph == "forward" and r is not None and r["nbytes"] == sz:
-            g[2]["%s%s" % (r["dtype"], _fmt_shape(r["shape"]))] += 1
-        else:
-            g[2]["%dB" % sz] += 1
+    groups = live_groups(in_step, peak_i, rec)
     c = case["config"]
     P("=" * 110)
     P("=== %s  (B=%d S=%d finetune=%s loss=%s%s oib=%s ckpt=%s)  peak=%d = step_start %d + %d  [%s: %s]" % (
@@ -658,12 +563,7 @@ def print_trace(case, in_step, peak_i, step_start, tracer, persistent_ptrs, meas
                       measured["optimizer_state_bytes"], measured["optimizer_step_counter_bytes"],
                       measured["buffer_bytes"], measured["batch_bytes"]))
     P("  -- live at the peak (allocated during the step), by phase / autograd node / op:")
-    for key, (nb, cnt, sizes) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
-        sz = ", ".join("%s x%d" % (k, v) if v > 1 else k for k, v in
-                       sorted(sizes.items(), key=lambda kv: -kv[1])[:6])
-        if len(sizes) > 6:
-            sz += ", ..."
-        P("  %10d x%-3d %-9s %-40s %-30s %s" % (nb, cnt, key[0], key[1][:40], key[2][:30], sz))
+    print_groups(P, groups, (9, 40, 30))
     items = [(p, r) for p, r in rec.items() if p not in persistent_ptrs]
     per_region = measured.get("saved_bytes_by_region", {})
     P("  -- saved-for-backward storages (non-persistent, unique storages): total %d B; per region: %s" % (
