@@ -479,11 +479,12 @@ json architecture_to_json(const Architecture& a) {
 json config_to_json(const Config& c) {
     json model = c.model.id == "custom" ? architecture_to_json(c.model) : json(c.model.id);
     json finetune = "full";
-    if (c.finetune.method != FinetuneMethod::full)
+    if (c.finetune.method != FinetuneMethod::full) {
         finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets},
                     {"dropout", c.finetune.dropout}};
         if (c.finetune.method == FinetuneMethod::qlora)
             finetune["double_quant"] = c.finetune.double_quant, finetune["quantize_lm_head"] = c.finetune.quantize_lm_head;
+    }
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
     return {{"framework", framework_profile(c.framework).name},
             {"model", model},

@@ -241,6 +241,23 @@ double single_tensor_step_elements(const Config& c) {
 
 }  // namespace
 
+namespace {
+
+// The temporaries of stepping one tensor of n elements on its own: single-tensor AdamW's sqrt(v) and quotient
+// (_single_tensor_adamw in torch/optim/adamw.py), Lion's exp_avg.clone() and interpolation, Adafactor's
+// grad^2, row/column approximation and update; the fused kernels keep none.
+double one_tensor_step_bytes(const Config& c, double n) {
+    const double sb = state_element_bytes(c);
+    switch (c.optimizer) {
+        case Optimizer::adamw: return c.optimizer_impl == OptimizerImpl::fused ? 0 : 2 * n * sb;
+        case Optimizer::lion: return 2 * n * sb;
+        case Optimizer::adafactor: return 3 * n * 4;
+        default: return 0;
+    }
+}
+
+}  // namespace
+
 double optimizer_step_temporary_bytes(const Config& c) {
     if (c.offload != Offload::none) return 0;  // the step runs on the CPU
     const double sb = state_element_bytes(c);
@@ -257,13 +274,13 @@ double optimizer_step_temporary_bytes(const Config& c) {
             if (c.optimizer_impl == OptimizerImpl::single_tensor) {
                 // denom = (sqrt(v) / bc2).add_(eps): sqrt and quotient live together, while the previous
                 // parameter's denom has not been freed yet (_single_tensor_adamw in torch/optim/adamw.py).
-                return (flat ? 2 * largest() : single_tensor_step_elements(c)) * sb;
+                return flat ? one_tensor_step_bytes(c, largest()) : single_tensor_step_elements(c) * sb;
             }
             // _multi_tensor_adamw: 1.13 keeps sqrt(v) and sqrt(v)+eps as two lists; 2.x adds eps in place.
             return (c.torch == TorchVersion::v1_13 ? 2 : 1) * shard * sb;
-        case Optimizer::lion: return 2 * largest() * sb;      // exp_avg.clone() and the interpolation
-        case Optimizer::adafactor: return 3 * largest() * 4;  // grad^2, the row/col approximation, update
-        case Optimizer::adamw_8bit:                           // fused blockwise kernels
+        case Optimizer::lion:
+        case Optimizer::adafactor: return one_tensor_step_bytes(c, largest());
+        case Optimizer::adamw_8bit:  // fused blockwise kernels
         case Optimizer::paged_adamw:
         case Optimizer::paged_adamw_8bit:
         case Optimizer::sgd:
@@ -273,14 +290,10 @@ double optimizer_step_temporary_bytes(const Config& c) {
 }
 
 // torchtune's _optimizer_in_bwd (training/_optim.py / recipes' optimizer_in_bwd): a post-accumulate-grad hook
-// runs optimizer.step() for that parameter and zeroes its gradient; single-tensor AdamW's sqrt and quotient.
+// runs optimizer.step() for that parameter and zeroes its gradient.
 double in_backward_step_bytes(const Config& c) {
-    const double n = largest_trainable_tensor(c), sb = state_element_bytes(c);
-    double temps = 0;
-    if (c.optimizer == Optimizer::adamw && c.optimizer_impl != OptimizerImpl::fused) temps = 2 * n * sb;
-    if (c.optimizer == Optimizer::lion) temps = 2 * n * sb;
-    if (c.optimizer == Optimizer::adafactor) temps = 3 * n * 4;
-    return n * gradient_element_bytes(c) + temps;
+    const double n = largest_trainable_tensor(c);
+    return n * gradient_element_bytes(c) + one_tensor_step_bytes(c, n);
 }
 
 // Autograd sums the weight gradients of torchtune's output chunks pairwise: the running sum, the next
