@@ -31,7 +31,7 @@ double sliding_share(const Config& c) {
 }
 
 double attention_scores_elements(const Config& c) {
-    return double(c.micro_batch) * double(c.model.heads) * double(c.seq_len) * double(c.seq_len);
+    return tokens(c) * double(c.model.heads) * double(c.seq_len);  // this rank's queries against every key
 }
 
 double megatron_layer_bytes(const Config& c) {
@@ -47,7 +47,7 @@ double megatron_layer_bytes(const Config& c) {
     if (c.attention == Attention::eager && c.checkpointing == Checkpointing::none)
         s2 = attention_scores_elements(c) * (e + (attention_dropout(c) ? 1 + e : 0));
     else if (c.attention == Attention::flash)
-        s2 = 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);  // softmax log-sum-exp
+        s2 = 4 * tokens(c) * double(a.heads);  // softmax log-sum-exp
     double rep = 2 * e * sbh + e * sbh + e * sbh;  // two LN inputs, QKV input, MLP input
     if (residual_dropout(c)) rep += 2 * sbh;       // two 1-byte dropout masks
     return (split + s2) / t + rep * replicated;
@@ -184,6 +184,21 @@ bool mla_math_fallback(const Config& c) { return is_mla(c.model) && c.attention 
 
 }  // namespace
 
+namespace {
+
+// The normalised inputs the attention and MLP projections save for their weight gradients.
+double projection_input_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !autocast(c);
+    double bytes = 0;
+    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
+    if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
+        bytes += norm_output_bytes(c, is_moe(a) && !a.shared_experts ? 1 : mlp_projections(a));
+    return bytes;
+}
+
+}  // namespace
+
 double norm_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
     double bytes = double(a.norms_per_layer) * single_norm_bytes(c);
@@ -191,11 +206,7 @@ double norm_activation_bytes(const Config& c) {
     // saved once, the second norm keeps only its own statistics and output.
     if (a.parallel_block && a.norms_per_layer == 2)
         bytes -= tokens(c) * double(a.hidden) * (a.norm == Norm::layernorm ? residual_element_bytes(c) : 4);
-    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !autocast(c);
-    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
-    if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
-        bytes += norm_output_bytes(c, is_moe(a) && !a.shared_experts ? 1 : mlp_projections(a));
-    return bytes;
+    return bytes + projection_input_bytes(c);
 }
 
 double attention_activation_bytes(const Config& c) {
@@ -208,7 +219,7 @@ double attention_activation_bytes(const Config& c) {
         if (mla_math_fallback(c))
             bytes += mla_attention_bytes(c, 4) + 4 * attention_scores_elements(c);
         else if (c.attention == Attention::flash)
-            bytes += mla_attention_bytes(c, e) + e * n * o_in + 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+            bytes += mla_attention_bytes(c, e) + e * n * o_in + 4 * n * double(a.heads);
         else
             bytes += mla_attention_bytes(c, e) + (c.checkpointing != Checkpointing::selective ? softmax_path_bytes(c) : 0);
         bytes += out_proj_input;
@@ -217,8 +228,7 @@ double attention_activation_bytes(const Config& c) {
         // to SDPA only without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a
         // sliding-window layer has a mask, so its k and v are repeated to every head first.
         const double repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv ? 1 : sliding_share(c);
-        bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q +
-                 4 * double(c.micro_batch) * double(a.heads) * double(c.seq_len);
+        bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q + 4 * n * double(a.heads);
         // LitGPT splits its fused qkv output into views: without grouped heads to expand, v stays a view and
         // keeps the whole output (q and k too) alive.
         if (a.family->qkv && a.family->sdpa_repeats_kv && a.kv_heads == a.heads) bytes += e * n * (q + kv);
@@ -282,11 +292,51 @@ double mlp_activation_bytes(const Config& c) {
     return (moe * moe_mlp_bytes(c) + (all - moe) * dense_mlp_bytes(c)) / all;
 }
 
+namespace {
+
+// PyTorch tensor parallelism (DTensor, torchtitan's plan in models/llama3/parallelize_llama.py apply_tp): the
+// attention and MLP inputs are all-gathered from the sequence-parallel norms' shards (PrepareModuleInput to
+// Replicate), so the column-parallel projections save them whole; heads and the MLP width are split tp ways;
+// norms work on sequence shards (sequence_parallel) or on the whole replicated sequence.
+double dtensor_parallel_layer_bytes(const Config& c) {
+    Config one = c;
+    one.tp = 1;  // the layer as one GPU runs it
+    const double inputs = projection_input_bytes(one), t = double(c.tp);
+    const double norms = norm_activation_bytes(one) - inputs;
+    return inputs + norms / (c.sequence_parallel ? t : 1) + (attention_activation_bytes(one) + mlp_activation_bytes(one)) / t;
+}
+
+// torchtitan's per-op selective checkpointing (models/llama3/parallelize_llama.py _apply_ac_to_transformer_block,
+// mode "selective", option "op"): inside each checkpointed block the outputs of every other matmul (the 1st,
+// 3rd, ... in forward order), of SDPA (output and log-sum-exp) and of reduce-scatters are cached, the rest is
+// recomputed in backward; the checkpoint keeps the block's input. A row-parallel projection's matmul output
+// is its whole partial sum (reduce-scattered after). Base projections only: MoE experts (grouped_mm) and
+// LoRA adapters are not counted.
+double op_selective_layer_bytes(const Config& c) {
+    const Architecture& a = c.model;
+    const double n = tokens(c), e = compute_element_bytes(c), t = double(c.tp), h = double(a.hidden);
+    const double seq_shard = c.sequence_parallel ? t : 1;
+    double bytes = e * n * h / seq_shard;  // the block's input
+    std::uint64_t matmuls = 0;
+    for (const Linear& l : layer_linears(a)) {
+        if (l.count > 1) continue;  // routed experts
+        const bool row_parallel = l.name == a.family->o || l.name == a.family->down;
+        if (matmuls++ % 2 == 0) bytes += e * n * double(l.out) / (row_parallel ? 1 : t);
+    }
+    bytes += (e * n * double(q_width(a)) + 4 * n * double(a.heads)) / t;  // SDPA's output and log-sum-exp
+    if (c.tp > 1) bytes += 2 * e * n * h / seq_shard;                      // wo's and w2's reduce-scatter outputs
+    return bytes;
+}
+
+}  // namespace
+
 double layer_activation_bytes(const Config& c) {
     if (c.checkpointing == Checkpointing::full)
         return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) /
                (c.sequence_parallel ? double(c.tp) : 1);  // the layer's input only
     if (c.strategy == Strategy::megatron) return megatron_layer_bytes(c);
+    if (c.checkpointing == Checkpointing::selective_op) return op_selective_layer_bytes(c);
+    if (c.tp > 1) return dtensor_parallel_layer_bytes(c);
     return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c);
 }
 
@@ -307,14 +357,14 @@ double activations_bytes(const Config& c) {
     }
     // SDPA saves the boolean sliding-window mask (one tensor, shared by those layers).
     if (c.attention == Attention::flash && sliding_share(c) > 0 && c.strategy != Strategy::megatron)
-        bytes += double(c.micro_batch) * double(c.seq_len) * double(c.seq_len);
+        bytes += tokens(c) * double(c.seq_len);
     if (holds_embedding(c)) {
         if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
         if (a.embedding_norm) bytes += single_norm_bytes(c);
     }
     if (holds_head(c)) {
         // Final norm (its input is the last layer's output) and lm_head's input.
-        bytes += single_norm_bytes(c) + (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
+        bytes += final_norm_activation_bytes(c);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
         if (c.loss == Loss::chunked && framework_profile(c.framework).chunked_output_projection && trains_all_weights(c))
             bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
@@ -329,7 +379,8 @@ double activations_bytes(const Config& c) {
     // With LoRA nothing before the first adapter needs a gradient: the first norm saves nothing, and
     // neither does a frozen k projection's partner q in q @ k^T.
     const Family& f = (*a.family);
-    if (!base_weights_need_grad(c) && c.checkpointing != Checkpointing::full && c.strategy != Strategy::megatron) {
+    if (!base_weights_need_grad(c) && c.checkpointing != Checkpointing::full && c.checkpointing != Checkpointing::selective_op &&
+        c.strategy != Strategy::megatron) {
         bytes -= single_norm_bytes(c);
         if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(q_width(a));
@@ -344,10 +395,17 @@ double attention_mask_bytes(const Config& c) {
     if (c.attention != Attention::eager || c.strategy == Strategy::megatron) return 0;
     const Architecture& a = c.model;
     const bool both = a.sliding_layers > 0 && a.sliding_layers < a.layers && a.sliding_window < c.seq_len;
-    return (both ? 2 : 1) * double(c.micro_batch) * double(c.seq_len) * double(c.seq_len) * residual_element_bytes(c);
+    return (both ? 2 : 1) * tokens(c) * double(c.seq_len) * residual_element_bytes(c);
 }
 
 namespace {
+
+// This GPU's logits: split over the vocabulary by Megatron's vocab-parallel cross-entropy and by PyTorch's
+// loss_parallel (torchtitan); whole on every rank when a replicated output feeds a plain cross-entropy.
+double logits_elements(const Config& c) {
+    const bool sharded = c.strategy == Strategy::megatron || c.loss_parallel;
+    return tokens(c) * double(c.model.vocab) / (sharded ? double(c.tp) : 1);
+}
 
 // Logits-sized tensors besides the fp32 chain: Gemma 2's final soft-capping (divide, tanh, multiply: tanh's
 // output is saved) and Granite's/Cohere's logits scaling (one more tensor).
@@ -371,7 +429,7 @@ const LogitsPath& logits_path(const Config& c) {
 }
 
 double moment_bytes(const Config& c, const LogitsMoment& m) {
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp), e = compute_element_bytes(c);
+    const double nv = logits_elements(c), e = compute_element_bytes(c);
     return nv * (m.half * e + m.upcast * (e < 4 ? 4 : 0) + m.fp32 * 4 + m.per_chunk * 4 / double(c.loss_chunks));
 }
 
@@ -392,7 +450,7 @@ double fused_linear_bytes(const Config& c) {
 double logits_forward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
+    const double nv = logits_elements(c);
     return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv);
 }
 
@@ -401,7 +459,7 @@ double logits_forward_peak_bytes(const Config& c) {
 double logits_backward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
-    const double nv = tokens(c) * double(c.model.vocab) / double(c.tp);
+    const double nv = logits_elements(c);
     return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0);
 }
 
@@ -411,9 +469,11 @@ double logits_step_bytes(const Config& c) {
     return moment_bytes(c, logits_path(c).step);
 }
 
+// The final norm (on sequence shards under sequence parallelism) and lm_head's input (whole: all-gathered).
 double final_norm_activation_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
-    return single_norm_bytes(c) + (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
+    return single_norm_bytes(c) / (c.sequence_parallel ? double(c.tp) : 1) +
+           (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
 }
 
 namespace {

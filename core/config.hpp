@@ -16,7 +16,9 @@ enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum, pa
 inline bool paged(Optimizer o) { return o == Optimizer::paged_adamw || o == Optimizer::paged_adamw_8bit; }
 enum class OptimizerImpl { foreach, fused, single_tensor };
 enum class FinetuneMethod { full, lora, qlora };
-enum class Checkpointing { none, selective, full };
+// selective: Megatron's (attention scores recomputed); selective_op: torchtitan's per-op policy (the outputs
+// of every other matmul, attention and reduce-scatter kept, the rest recomputed).
+enum class Checkpointing { none, selective, selective_op, full };
 enum class Attention { eager, flash };
 enum class Strategy { single, ddp, deepspeed, fsdp, megatron };
 enum class Offload { none, optimizer, optimizer_and_params };
@@ -27,6 +29,11 @@ enum class TorchVersion { v2, v1_13 };
 // With pipeline parallelism the first stage holds the embedding and the most micro-batches in flight, the
 // last the final norm, lm_head and the logits; an estimate describes one of them.
 enum class PipelineStage { first, last };
+// Pipeline schedules (torch.distributed.pipelining, Megatron-LM): how many micro-batches' activations the first
+// stage holds at once.
+enum class PipelineSchedule { one_f_one_b, gpipe, interleaved_1f1b };
+// QLoRA's 4-bit back end: bitsandbytes' Linear4bit (PEFT, LitGPT) or torchao's NF4Tensor (torchtune).
+enum class QuantBackend { bitsandbytes, torchao };
 
 struct Finetune {
     FinetuneMethod method = FinetuneMethod::full;
@@ -35,6 +42,8 @@ struct Finetune {
     double dropout = 0;  // LoRA dropout on the adapters' input
     bool double_quant = true;       // QLoRA: the NF4 block constants quantized again (bnb_4bit_use_double_quant)
     bool quantize_lm_head = false;  // QLoRA: lm_head stored in NF4 too
+    QuantBackend backend = QuantBackend::bitsandbytes;
+    std::string backend_version;    // the back end's release ("" = current): what its 4-bit matmul saves
 };
 
 struct Gpu {
@@ -47,6 +56,7 @@ struct Gpu {
 
 struct Config {
     Framework framework = Framework::hf;
+    std::string framework_version;        // the release whose behaviour applies ("" = the profile's current one)
     Architecture model;
     std::uint64_t seq_len = 2048;
     std::uint64_t micro_batch = 1;
@@ -63,7 +73,11 @@ struct Config {
     int zero = 0;
     std::uint64_t tp = 1;
     std::uint64_t pp = 1;
+    std::uint64_t cp = 1;                 // context parallel: each rank holds seq_len / cp of every sequence
     bool sequence_parallel = false;
+    bool loss_parallel = true;            // FSDP + TP: the logits stay sharded over the vocabulary (torchtitan)
+    PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
+    std::uint64_t pp_stages_per_rank = 1; // interleaved schedules: model chunks (virtual stages) per GPU
     Offload offload = Offload::none;
     Gpu gpu;
     Device device = Device::cuda;
@@ -95,8 +109,11 @@ const char* to_string(Device);
 const char* to_string(TorchVersion);
 const char* to_string(Loss);
 const char* to_string(AdapterDtype);
+const char* to_string(PipelineSchedule);
+const char* to_string(QuantBackend);
 
-// Data parallel degree: the GPUs that hold replicas (or ZeRO shards) of the same layers.
+// The GPUs that hold replicas (or ZeRO/FSDP shards) of the same layers: data and context parallel ranks alike
+// (torchtitan shards FSDP over its dp_shard x cp mesh, Megatron-LM's optimizer over data x context ranks).
 inline std::uint64_t data_parallel(const Config& c) { return c.gpus / (c.tp * c.pp); }
 
 }  // namespace vramcalc

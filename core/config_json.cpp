@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "config_checks.hpp"
 #include "hf_config.hpp"
 #include "json_reader.hpp"
 #include "json_text.hpp"
@@ -34,8 +35,14 @@ const Names<OptimizerImpl, 3> kImpl{{{OptimizerImpl::foreach, "foreach"},
                                      {OptimizerImpl::single_tensor, "single-tensor"}}};
 const Names<FinetuneMethod, 3> kMethod{
     {{FinetuneMethod::full, "full"}, {FinetuneMethod::lora, "lora"}, {FinetuneMethod::qlora, "qlora"}}};
-const Names<Checkpointing, 3> kCheckpointing{
-    {{Checkpointing::none, "none"}, {Checkpointing::selective, "selective"}, {Checkpointing::full, "full"}}};
+const Names<Checkpointing, 4> kCheckpointing{{{Checkpointing::none, "none"},
+                                              {Checkpointing::selective, "selective"},
+                                              {Checkpointing::selective_op, "selective-op"},
+                                              {Checkpointing::full, "full"}}};
+const Names<PipelineSchedule, 3> kSchedule{{{PipelineSchedule::one_f_one_b, "1f1b"},
+                                            {PipelineSchedule::gpipe, "gpipe"},
+                                            {PipelineSchedule::interleaved_1f1b, "interleaved-1f1b"}}};
+const Names<QuantBackend, 2> kBackend{{{QuantBackend::bitsandbytes, "bitsandbytes"}, {QuantBackend::torchao, "torchao"}}};
 const Names<Attention, 2> kAttention{{{Attention::eager, "eager"}, {Attention::flash, "flash"}}};
 const Names<Strategy, 5> kStrategy{{{Strategy::single, "single"},
                                     {Strategy::ddp, "ddp"},
@@ -239,90 +246,6 @@ void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
     }
 }
 
-// Checks between fields, once each field is valid on its own.
-void check_consistency(const Config& c, std::vector<FieldError>& errors) {
-    const Architecture& a = c.model;
-    auto err = [&](const char* f, std::string m) { errors.push_back({f, std::move(m)}); };
-    if (a.head_dim == 0 && a.hidden % a.heads != 0)
-        err("model.heads", "heads (" + std::to_string(a.heads) + ") must divide hidden (" +
-                               std::to_string(a.hidden) + ")");
-    if (a.heads % a.kv_heads != 0)
-        err("model.kv_heads", "kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" +
-                                  std::to_string(a.heads) + ")");
-    if (a.experts_per_token > a.experts)
-        err("model.experts_per_token", "must not exceed experts (" + std::to_string(a.experts) + ")");
-    if (a.position == Position::learned && c.seq_len > a.max_positions)
-        err("seq_len", "exceeds the model's learned positions (max_positions " + std::to_string(a.max_positions) + ")");
-    if (is_mla(a) && (a.qk_nope_dim == 0 || a.qk_rope_dim == 0 || a.v_head_dim == 0))
-        err("model.kv_lora_rank", "multi-head latent attention needs qk_nope_dim, qk_rope_dim and v_head_dim");
-    if (is_moe(a) && a.dense_layers >= a.layers)
-        err("model.dense_layers", "must be fewer than the layers (" + std::to_string(a.layers) + ") in an MoE model");
-    if (a.sliding_layers > a.layers) err("model.sliding_layers", "must not exceed the layers");
-    // Sizes whose parameter count or byte counts would leave exact 64-bit arithmetic.
-    const double width = double(a.heads) * double(std::max(head_dim(a), a.qk_nope_dim + a.qk_rope_dim + a.v_head_dim)) +
-                         double(a.kv_lora_rank + a.q_lora_rank);
-    const double mlp_width = double(a.ffn) + double(expert_ffn(a)) * double(a.experts) + double(shared_width(a));
-    const double params = double(a.vocab) * double(embedding_width(a)) * 2 + double(a.max_positions) * a.hidden +
-                          double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * mlp_width);
-    if (params > 1e15) err("model", "is absurdly large (over 10^15 parameters)");
-    if (c.finetune.method != FinetuneMethod::full &&
-        double(c.finetune.rank) * double(a.layers) * (double(a.hidden) + width + mlp_width) * 8 > 1e15)
-        err("finetune.rank", "gives absurdly many adapter parameters (over 10^15)");
-    const double tokens = double(c.micro_batch) * double(c.seq_len);
-    const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
-                             64.0 * (a.hidden + width) + 8.0 * (double(a.ffn) + double(expert_ffn(a)) * double(a.experts_per_token) +
-                             double(shared_width(a)) + double(a.experts)));
-    if (tokens * per_token > 1e17)
-        err("micro_batch", "micro_batch x seq_len is absurdly large for this model (activations over 10^17 bytes)");
-    const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
-    if (c.strategy == Strategy::single && c.gpus != 1) err("gpus", "strategy \"single\" uses exactly 1 GPU");
-    if (c.zero != 0 && !sharded && !(c.strategy == Strategy::megatron && c.zero == 1))
-        err("zero", "ZeRO stages need strategy \"deepspeed\" or \"fsdp\" (\"megatron\" takes zero 1: the distributed "
-                    "optimizer)");
-    if (c.strategy == Strategy::fsdp && c.zero == 1)
-        err("zero", "FSDP shards as zero 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
-    if (c.tp > 1 && c.strategy != Strategy::megatron) err("tp", "tensor parallelism needs strategy \"megatron\"");
-    if (c.pp > 1 && c.strategy != Strategy::megatron) err("pp", "pipeline parallelism needs strategy \"megatron\"");
-    if (c.strategy == Strategy::deepspeed &&
-        (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
-        err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");
-    if (c.finetune.method != FinetuneMethod::full) {
-        const std::vector<Linear> modules = adapter_linears(a);
-        std::string names;
-        for (const Linear& l : modules)
-            if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + l.name;
-        for (const std::string& t : c.finetune.targets) {
-            bool found = t == "all-linear" || t == a.family->head;
-            for (const Linear& l : modules) found = found || l.name == t;
-            if (!found)
-                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names +
-                                            ", " + a.family->head + ", all-linear");
-        }
-    }
-    if (c.gpus % (c.tp * c.pp) != 0)
-        err("gpus", "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tp x pp (" +
-                        std::to_string(c.tp * c.pp) + ")");
-    if (c.tp > 1 && (a.heads % c.tp != 0 || a.kv_heads % c.tp != 0))
-        err("tp", "tp (" + std::to_string(c.tp) + ") must divide heads (" + std::to_string(a.heads) +
-                      ") and kv_heads (" + std::to_string(a.kv_heads) + ")");
-    if (c.pp > a.layers) err("pp", "pp (" + std::to_string(c.pp) + ") exceeds the model's layers");
-    if (c.sequence_parallel && c.tp < 2) err("sequence_parallel", "needs tp of 2 or more");
-    if (c.offload != Offload::none) {
-        if (c.strategy == Strategy::deepspeed) {
-            if (c.zero == 0) err("offload", "DeepSpeed offloads with ZeRO stage 1, 2 or 3 only");
-            if (c.offload == Offload::optimizer_and_params && c.zero != 3)
-                err("offload", "offloading parameters needs ZeRO stage 3");
-        } else if (c.strategy == Strategy::fsdp) {
-            if (c.offload == Offload::optimizer)
-                err("offload", "FSDP offloads parameters and gradients with the optimizer: use \"optimizer+params\"");
-        } else {
-            err("offload", "offload needs strategy \"deepspeed\" or \"fsdp\"");
-        }
-    }
-    if (c.finetune.method == FinetuneMethod::qlora && c.strategy == Strategy::megatron)
-        err("finetune", "QLoRA is not available with Megatron-LM");
-}
-
 }  // namespace
 
 const char* to_string(Precision e) { return kPrecision.name(e); }
@@ -337,6 +260,8 @@ const char* to_string(Device e) { return kDevice.name(e); }
 const char* to_string(TorchVersion e) { return kTorch.name(e); }
 const char* to_string(Loss e) { return kLoss.name(e); }
 const char* to_string(AdapterDtype e) { return kAdapterDtype.name(e); }
+const char* to_string(PipelineSchedule e) { return kSchedule.name(e); }
+const char* to_string(QuantBackend e) { return kBackend.name(e); }
 
 ParsedConfig parse_config(const json& v) {
     ParsedConfig out;
@@ -382,7 +307,7 @@ ParsedConfig parse_config(const json& v) {
         Reader cr(*ck, "checkpointing.", errors);
         const json* mode = cr.find("mode");
         if (!mode || !mode->is_string() || mode->get<std::string>() != "layers")
-            cr.fail("mode", "must be \"layers\" (or give checkpointing as \"none\", \"selective\" or \"full\")");
+            cr.fail("mode", "must be \"layers\" (or give checkpointing as " + kCheckpointing.list() + ")");
         if (!ck->contains("every")) cr.fail("every", "is required: checkpoint every N-th layer");
         cr.integer("every", c.checkpoint_every, 1, kMaxLayers);
         cr.reject_unknown("mode, every");
@@ -399,7 +324,15 @@ ParsedConfig parse_config(const json& v) {
     c.zero = int(zero);
     r.integer("tp", c.tp, 1, 1024);
     r.integer("pp", c.pp, 1, 1024);
+    r.integer("cp", c.cp, 1, 1024);
+    // PyTorch's tensor parallelism (torchtitan) runs the norms on sequence shards and the loss on vocabulary
+    // shards; Megatron-LM's sequence parallelism is a flag of its own.
+    c.sequence_parallel = c.strategy == Strategy::fsdp && c.tp > 1;
     r.boolean("sequence_parallel", c.sequence_parallel);
+    r.boolean("loss_parallel", c.loss_parallel);
+    r.choice("pp_schedule", c.pp_schedule, kSchedule);
+    c.pp_stages_per_rank = c.pp_schedule == PipelineSchedule::interleaved_1f1b ? 2 : 1;
+    r.integer("pp_stages_per_rank", c.pp_stages_per_rank, 1, 64);
     r.choice("offload", c.offload, kOffload);
     read_gpu(r.find("gpu"), c, errors);
     r.choice("device", c.device, kDevice);
@@ -420,7 +353,7 @@ ParsedConfig parse_config(const json& v) {
     r.choice("fsdp_wrap", c.fsdp_wrap, kFsdpWrap);
     r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
-                               "tp", "pp", "sequence_parallel", "offload", "gpu", "device", "torch", "loss",
+                               "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "compile",
                                "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
@@ -503,7 +436,11 @@ json config_to_json(const Config& c) {
             {"zero", c.zero},
             {"tp", c.tp},
             {"pp", c.pp},
+            {"cp", c.cp},
             {"sequence_parallel", c.sequence_parallel},
+            {"loss_parallel", c.loss_parallel},
+            {"pp_schedule", to_string(c.pp_schedule)},
+            {"pp_stages_per_rank", c.pp_stages_per_rank},
             {"offload", to_string(c.offload)},
             {"gpu", gpu},
             {"device", to_string(c.device)},

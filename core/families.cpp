@@ -24,8 +24,10 @@ const std::vector<Family> kFamilies = {
     // MLA's projections (q_a_proj/q_b_proj, kv_a_proj_with_mqa, kv_b_proj) come from the architecture.
     {"llama4",       nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, true, false, false, false, "lm_head"},
     {"cohere",       nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, true, false, false, "lm_head"},
-    // The stacks' own model code (torchtune.models, litgpt.model), which a framework profile selects.
+    // The stacks' own model code (torchtune.models, torchtitan.models.llama3, litgpt.model), which a framework
+    // profile selects.
     {"torchtune",    nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, true, true, "output"},
+    {"torchtitan",   nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, false, true, "output"},
     {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, true, true, "head"},
     {"deepseek_v2",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, false, false, "lm_head"},
     {"deepseek_v3",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, false, false, "lm_head"},

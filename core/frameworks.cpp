@@ -26,6 +26,12 @@ const std::vector<FrameworkProfile> kProfiles = {
      /*full*/ {{0, 0, 2, 0}, {0, 0, 3, 0}, {}},
      /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
      /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
+    // torchtitan (train.py, models/llama3): FSDP 2 with bf16 parameters and fp32 reduction, the output
+    // upcast for cross_entropy as transformers does (the step deletes the 16-bit output before backward).
+    {Framework::torchtitan, "torchtitan", "torchtitan 0.1", "bf16-mixed", "torchtitan", AdapterDtype::base, Loss::full, 8, false, false, 2, FsdpWrap::layers,
+     /*full*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {}},
+     /*chunked*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}},
+     /*chunked_lm_head*/ {{1, 0, 1, 1}, {0, 0, 1, 2}, {}}},
     {Framework::litgpt, "litgpt", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false, 1, FsdpWrap::layers,
      /*full*/ {{1, 1, 1, 0}, {0, 0, 4, 0}, {0, 0, 1, 0}},
      /*chunked*/ {{1, 1, 1, 0}, {0, 0, 3, 0}, {0, 0, 1, 0}},

@@ -7,7 +7,7 @@
 
 namespace vramcalc {
 
-enum class Framework { hf, litgpt, torchtune };
+enum class Framework { hf, litgpt, torchtune, torchtitan };
 // How the loss meets the logits: all at once (transformers' ForCausalLMLoss and plain cross-entropy), in
 // chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy), or fused with lm_head so
 // the logits never exist whole (Liger, Cut Cross-Entropy).

@@ -13,7 +13,8 @@ inline bool deepspeed(const Config& c, int min_stage) { return c.strategy == Str
 inline bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
 inline bool offloaded(const Config& c) { return c.offload != Offload::none; }
 inline double dp(const Config& c) { return double(data_parallel(c)); }
-inline double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len); }
+// The tokens of one micro-batch on one GPU: context parallelism splits every sequence cp ways.
+inline double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len) / double(c.cp); }
 // Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
 inline double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 // FSDP 1 units mixing frozen and LoRA weights in one flat parameter: each original parameter is a view of

@@ -81,9 +81,18 @@ std::uint64_t layers_on_stage(const Config& c) { return (c.model.layers + c.pp -
 bool holds_embedding(const Config& c) { return c.pp == 1 || c.stage == PipelineStage::first; }
 bool holds_head(const Config& c) { return c.pp == 1 || c.stage == PipelineStage::last; }
 
-// 1F1B keeps up to pp micro-batches in flight on the first stage, one on the last (Narayanan et al. 2021, §2.2).
-std::uint64_t micro_batches_in_flight(const Config& c) {
-    return c.stage == PipelineStage::last ? 1 : std::min<std::uint64_t>(c.pp, c.grad_accum);
+// What the first stage holds, in micro-batches of all its layers: 1F1B up to pp (Narayanan et al. 2021, §2.2),
+// GPipe every micro-batch of the step; the interleaved schedule pp + (pp - 1) / v with v model chunks per GPU
+// (Korthikanti et al. 2022, §4.2.3, the factor 1 + (p - 1) / (p v)); the last stage one.
+double micro_batches_in_flight(const Config& c) {
+    const double m = double(c.grad_accum), p = double(c.pp);
+    if (c.pp == 1 || c.stage == PipelineStage::last) return 1;
+    switch (c.pp_schedule) {
+        case PipelineSchedule::gpipe: return m;
+        case PipelineSchedule::interleaved_1f1b: return std::min(m, p + (p - 1) / double(c.pp_stages_per_rank));
+        case PipelineSchedule::one_f_one_b: break;
+    }
+    return std::min(m, p);
 }
 
 // Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
@@ -331,8 +340,15 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // reshard_after_forward=False (measured, tests/validation/stacks/fsdp).
     double params = (in_backward ? 2 : 1) * double(layer_params(c.model));
     if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
-    if (c.strategy == Strategy::fsdp) params += double(embedding_params(c.model) + norm_params(c.model) + lm_head_params(c.model));
-    return params * compute_element_bytes(c);
+    // With pipeline stages torchtitan keeps every layer of the stage unsharded from its first micro-batch's
+    // forward to the end of backward, to all-gather once per step (parallelize_llama.py apply_fsdp:
+    // reshard_after_forward False under PP).
+    if (c.strategy == Strategy::fsdp && c.pp > 1) params = double(layers_params(c.model)) * layer_share(c);
+    if (c.strategy == Strategy::fsdp) {
+        if (holds_embedding(c)) params += double(embedding_params(c.model));
+        if (holds_head(c)) params += double(norm_params(c.model) + lm_head_params(c.model));
+    }
+    return params * compute_element_bytes(c) / double(c.tp);  // tensor-parallel shards gather over data ranks only
 }
 
 // PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
@@ -340,7 +356,8 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
 // FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
 double reduce_scatter_bytes(const Config& c) {
     if (!fsdp(c, 2)) return 0;
-    const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) : trainable_stage_params(c) / double(layers_on_stage(c));
+    const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) / double(c.tp)
+                                                  : trainable_stage_params(c) / double(layers_on_stage(c));
     return unit * compute_element_bytes(c);
 }
 

@@ -16,7 +16,7 @@ bool has_master_weights(const Config&);         // 16-bit weights with an fp32 c
 std::uint64_t layers_on_stage(const Config&);
 bool holds_embedding(const Config&);                   // first pipeline stage (or the only one)
 bool holds_head(const Config&);                        // last pipeline stage: final norm, lm_head, logits
-std::uint64_t micro_batches_in_flight(const Config&);  // on the first pipeline stage
+double micro_batches_in_flight(const Config&);  // on the first pipeline stage, in micro-batches of its layers
 double stage_params(const Config&);                    // parameters on one GPU before ZeRO/FSDP sharding
 double trainable_stage_params(const Config&);
 bool trains_all_weights(const Config&);

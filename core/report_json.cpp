@@ -59,7 +59,7 @@ json report_to_json(const Report& r) {
 json deepspeed_config(const Config& c) {
     json ds = {{"train_micro_batch_size_per_gpu", c.micro_batch},
                {"gradient_accumulation_steps", c.grad_accum},
-               {"train_batch_size", c.micro_batch * c.grad_accum * data_parallel(c)},
+               {"train_batch_size", c.micro_batch * c.grad_accum * data_parallel(c) / c.cp},
                {"gradient_clipping", 1.0},
                {"wall_clock_breakdown", false}};
     if (c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true) ds["bf16"] = {{"enabled", true}};

@@ -1,0 +1,109 @@
+#include "config_checks.hpp"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "json_reader.hpp"
+
+namespace vramcalc {
+
+void check_consistency(const Config& c, std::vector<FieldError>& errors) {
+    const Architecture& a = c.model;
+    auto err = [&](const char* f, std::string m) { errors.push_back({f, std::move(m)}); };
+    if (a.head_dim == 0 && a.hidden % a.heads != 0)
+        err("model.heads", "heads (" + std::to_string(a.heads) + ") must divide hidden (" +
+                               std::to_string(a.hidden) + ")");
+    if (a.heads % a.kv_heads != 0)
+        err("model.kv_heads", "kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" +
+                                  std::to_string(a.heads) + ")");
+    if (a.experts_per_token > a.experts)
+        err("model.experts_per_token", "must not exceed experts (" + std::to_string(a.experts) + ")");
+    if (a.position == Position::learned && c.seq_len > a.max_positions)
+        err("seq_len", "exceeds the model's learned positions (max_positions " + std::to_string(a.max_positions) + ")");
+    if (is_mla(a) && (a.qk_nope_dim == 0 || a.qk_rope_dim == 0 || a.v_head_dim == 0))
+        err("model.kv_lora_rank", "multi-head latent attention needs qk_nope_dim, qk_rope_dim and v_head_dim");
+    if (is_moe(a) && a.dense_layers >= a.layers)
+        err("model.dense_layers", "must be fewer than the layers (" + std::to_string(a.layers) + ") in an MoE model");
+    if (a.sliding_layers > a.layers) err("model.sliding_layers", "must not exceed the layers");
+    // Sizes whose parameter count or byte counts would leave exact 64-bit arithmetic.
+    const double width = double(a.heads) * double(std::max(head_dim(a), a.qk_nope_dim + a.qk_rope_dim + a.v_head_dim)) +
+                         double(a.kv_lora_rank + a.q_lora_rank);
+    const double mlp_width = double(a.ffn) + double(expert_ffn(a)) * double(a.experts) + double(shared_width(a));
+    const double params = double(a.vocab) * double(embedding_width(a)) * 2 + double(a.max_positions) * a.hidden +
+                          double(a.layers) * (4.0 * a.hidden * width + 3.0 * a.hidden * mlp_width);
+    if (params > 1e15) err("model", "is absurdly large (over 10^15 parameters)");
+    if (c.finetune.method != FinetuneMethod::full &&
+        double(c.finetune.rank) * double(a.layers) * (double(a.hidden) + width + mlp_width) * 8 > 1e15)
+        err("finetune.rank", "gives absurdly many adapter parameters (over 10^15)");
+    const double tokens = double(c.micro_batch) * double(c.seq_len);
+    const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
+                             64.0 * (a.hidden + width) + 8.0 * (double(a.ffn) + double(expert_ffn(a)) * double(a.experts_per_token) +
+                             double(shared_width(a)) + double(a.experts)));
+    if (tokens * per_token > 1e17)
+        err("micro_batch", "micro_batch x seq_len is absurdly large for this model (activations over 10^17 bytes)");
+    const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
+    if (c.strategy == Strategy::single && c.gpus != 1) err("gpus", "strategy \"single\" uses exactly 1 GPU");
+    if (c.zero != 0 && !sharded && !(c.strategy == Strategy::megatron && c.zero == 1))
+        err("zero", "ZeRO stages need strategy \"deepspeed\" or \"fsdp\" (\"megatron\" takes zero 1: the distributed "
+                    "optimizer)");
+    if (c.strategy == Strategy::fsdp && c.zero == 1)
+        err("zero", "FSDP shards as zero 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+    // Tensor, pipeline and context parallelism: Megatron-LM's own, or FSDP 2 on a device mesh (torchtitan).
+    const bool composes = c.strategy == Strategy::megatron || (c.strategy == Strategy::fsdp && c.fsdp_version == 2);
+    for (auto [key, degree, what] : {std::tuple{"tp", c.tp, "tensor"}, {"pp", c.pp, "pipeline"}, {"cp", c.cp, "context"}})
+        if (degree > 1 && !composes)
+            err(key, std::string(what) + " parallelism needs strategy \"megatron\", or \"fsdp\" with fsdp_version 2 (FSDP 2 on a "
+                     "device mesh, as torchtitan composes them)");
+    if (c.cp > 1 && c.attention != Attention::flash)
+        err("cp", "context parallelism runs SDPA's flash or memory-efficient kernels: use attention \"flash\"");
+    if (c.cp > 1 && c.seq_len % c.cp != 0)
+        err("cp", "cp (" + std::to_string(c.cp) + ") must divide seq_len (" + std::to_string(c.seq_len) + ")");
+    if (c.checkpointing == Checkpointing::selective_op && c.strategy == Strategy::megatron)
+        err("checkpointing", "\"selective-op\" is torchtitan's per-op policy; Megatron-LM's own is \"selective\"");
+    if (c.pp_stages_per_rank > 1 && c.pp_schedule != PipelineSchedule::interleaved_1f1b)
+        err("pp_stages_per_rank", "only the interleaved schedule runs several stages per GPU");
+    if (c.pp_stages_per_rank > 1 && c.pp * c.pp_stages_per_rank > a.layers)
+        err("pp_stages_per_rank", "pp x pp_stages_per_rank (" + std::to_string(c.pp * c.pp_stages_per_rank) +
+                                      ") exceeds the model's layers");
+    if (c.strategy == Strategy::deepspeed &&
+        (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
+        err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");
+    if (c.finetune.method != FinetuneMethod::full) {
+        const std::vector<Linear> modules = adapter_linears(a);
+        std::string names;
+        for (const Linear& l : modules)
+            if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + l.name;
+        for (const std::string& t : c.finetune.targets) {
+            bool found = t == "all-linear" || t == a.family->head;
+            for (const Linear& l : modules) found = found || l.name == t;
+            if (!found)
+                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names +
+                                            ", " + a.family->head + ", all-linear");
+        }
+    }
+    if (c.gpus % (c.tp * c.pp * c.cp) != 0)
+        err("gpus", "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tp x pp x cp (" +
+                        std::to_string(c.tp * c.pp * c.cp) + ")");
+    if (c.tp > 1 && (a.heads % c.tp != 0 || a.kv_heads % c.tp != 0))
+        err("tp", "tp (" + std::to_string(c.tp) + ") must divide heads (" + std::to_string(a.heads) +
+                      ") and kv_heads (" + std::to_string(a.kv_heads) + ")");
+    if (c.pp > a.layers) err("pp", "pp (" + std::to_string(c.pp) + ") exceeds the model's layers");
+    if (c.sequence_parallel && c.tp < 2) err("sequence_parallel", "needs tp of 2 or more");
+    if (c.offload != Offload::none) {
+        if (c.strategy == Strategy::deepspeed) {
+            if (c.zero == 0) err("offload", "DeepSpeed offloads with ZeRO stage 1, 2 or 3 only");
+            if (c.offload == Offload::optimizer_and_params && c.zero != 3)
+                err("offload", "offloading parameters needs ZeRO stage 3");
+        } else if (c.strategy == Strategy::fsdp) {
+            if (c.offload == Offload::optimizer)
+                err("offload", "FSDP offloads parameters and gradients with the optimizer: use \"optimizer+params\"");
+        } else {
+            err("offload", "offload needs strategy \"deepspeed\" or \"fsdp\"");
+        }
+    }
+    if (c.finetune.method == FinetuneMethod::qlora && c.strategy == Strategy::megatron)
+        err("finetune", "QLoRA is not available with Megatron-LM");
+}
+
+}  // namespace vramcalc
