@@ -88,8 +88,11 @@ bool down_proj_input_saved(const Config& c) { return base_weights_need_grad(c) |
 // weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
 double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
-    if (c.model.family->norm_weight_in_fp32 && c.model.norm == Norm::rmsnorm)  // fp32 input, normalised input, rsqrt
+    const NormCompute compute = c.model.family->norm_compute;
+    if (compute == NormCompute::fp32_weight && c.model.norm == Norm::rmsnorm)  // fp32 input, normalised input, rsqrt
         return 4 * elements + 4 * rows + (base_weights_need_grad(c) ? 4 * elements : 0);
+    if (compute == NormCompute::input_dtype && c.model.norm == Norm::rmsnorm)  // input, rsqrt, normalised input
+        return in_bytes * (elements + rows) + (base_weights_need_grad(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm && (*c.model.family).python_layernorm)  // CohereLayerNorm
         return 8 * elements + 4 * rows + (base_weights_need_grad(c) ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
@@ -366,7 +369,7 @@ double activations_bytes(const Config& c) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += final_norm_activation_bytes(c);
         if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
-        if (c.loss == Loss::chunked && framework_profile(c.framework).chunked_output_projection && trains_all_weights(c))
+        if (c.loss == Loss::chunked && c.framework->chunked_output_projection && trains_all_weights(c))
             bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
         // A LoRA adapter on the output projection keeps its input and its rank-sized output.
         if (!trains_all_weights(c) && adapts_head(a, c.finetune.targets))
@@ -423,7 +426,7 @@ namespace {
 
 // The stack's logits path (frameworks.cpp) for the configured loss.
 const LogitsPath& logits_path(const Config& c) {
-    const FrameworkProfile& p = framework_profile(c.framework);
+    const FrameworkProfile& p = *c.framework;
     if (c.loss == Loss::full) return p.full;
     return c.lm_head_chunks ? p.chunked_lm_head : p.chunked;
 }

@@ -55,8 +55,9 @@ struct Gpu {
 };
 
 struct Config {
-    Framework framework = Framework::hf;
-    std::string framework_version;        // the release whose behaviour applies ("" = the profile's current one)
+    // The stack's revision in force (framework_version picks it; the current one by default).
+    const FrameworkProfile* framework = &framework_profile(Framework::hf);
+    std::string framework_version;        // as given ("" = the current revision)
     Architecture model;
     std::uint64_t seq_len = 2048;
     std::uint64_t micro_batch = 1;

@@ -285,7 +285,22 @@ ParsedConfig parse_config(const json& v) {
             profile = &framework_profile(Framework::hf);
         }
     }
-    c.framework = profile->id;
+    if (const json* fv = r.find("framework_version")) {
+        const FrameworkProfile* revision = nullptr;
+        if (fv->is_string() && fv->get_ref<const std::string&>().size() <= 32) revision = framework_revision(*profile, fv->get<std::string>());
+        if (revision) {
+            profile = revision, c.framework_version = fv->get<std::string>();
+        } else {
+            std::string revisions;
+            for (const FrameworkProfile& p : framework_profiles())
+                if (p.id == profile->id && *p.since_date)
+                    revisions += (revisions.empty() ? "" : ", ") + std::string(p.since_release) + " (" + p.since_date + ")";
+            r.fail("framework_version", "must be a release (\"0.3.1\") or a date (\"2024-05-20\")" +
+                                            (revisions.empty() ? std::string() : "; " + std::string(profile->name) + " changes at " + revisions) +
+                                            ", got " + show(*fv));
+        }
+    }
+    c.framework = profile;
     for (auto& [p, name] : kPrecision.items)
         if (std::string(name) == profile->precision) c.precision = p;
     c.loss = profile->loss, c.loss_chunks = profile->loss_chunks, c.adapter_dtype = profile->adapter_dtype;
@@ -351,7 +366,7 @@ ParsedConfig parse_config(const json& v) {
     r.integer("fsdp_version", fsdp_version, 1, 2);
     c.fsdp_version = int(fsdp_version);
     r.choice("fsdp_wrap", c.fsdp_wrap, kFsdpWrap);
-    r.reject_unknown(key_list({"framework", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
+    r.reject_unknown(key_list({"framework", "framework_version", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "compile",
@@ -419,7 +434,8 @@ json config_to_json(const Config& c) {
             finetune["double_quant"] = c.finetune.double_quant, finetune["quantize_lm_head"] = c.finetune.quantize_lm_head;
     }
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
-    return {{"framework", framework_profile(c.framework).name},
+    return {{"framework", c.framework->name},
+            {"framework_version", c.framework_version.empty() ? c.framework->since_release : c.framework_version},
             {"model", model},
             {"seq_len", c.seq_len},
             {"micro_batch", c.micro_batch},

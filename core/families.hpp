@@ -6,6 +6,8 @@
 
 namespace vramcalc {
 
+enum class NormCompute { fp32_cast_back, fp32_weight, input_dtype };
+
 struct Family {
     const char* model_type;
     // Attention projections: a fused one (GPT-2's c_attn) and/or q, k, v (LitGPT: LoRA's names for the parts
@@ -28,9 +30,9 @@ struct Family {
     // LayerNorm written out in Python (Cohere): the centred input is kept twice and the normalised
     // input once more, where the native kernel keeps the input and two statistics.
     bool python_layernorm;
-    // The norm multiplies its weight in fp32 and keeps the fp32 normalised input (torchtune's and LitGPT's
-    // RMSNorm) instead of casting back first (transformers').
-    bool norm_weight_in_fp32;
+    // Where RMSNorm computes: in fp32, cast back before the weight (transformers'); in fp32 with the weight,
+    // keeping the fp32 normalised input (torchtune >= 0.5, LitGPT); or in the input's dtype (lit-gpt 2023).
+    NormCompute norm_compute;
     // Grouped k and v are repeated to every query head before SDPA (torchtune, LitGPT in training).
     bool sdpa_repeats_kv;
     const char* head;     // the output projection's name as a LoRA target

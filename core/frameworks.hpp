@@ -30,10 +30,15 @@ struct LogitsPath {
     LogitsMoment forward, backward, step;
 };
 
+// One revision of a stack: the defaults its code gave from `since_release` (first published on `since_date`)
+// until the next revision of the same stack. framework_version picks one by release or by date; code from
+// before the stack's releases (lit-gpt in 2023) is release "0", reached by date.
 struct FrameworkProfile {
     Framework id;
     const char* name;          // the JSON value
-    const char* version;       // the release whose code the defaults follow
+    const char* since_release;
+    const char* since_date;    // YYYY-MM-DD
+    const char* code;          // the code the defaults were read from
     const char* precision;     // the default JSON precision
     const char* modules;       // families.cpp row of the stack's own model code ("": the model's own)
     AdapterDtype adapter_dtype;
@@ -48,8 +53,11 @@ struct FrameworkProfile {
     LogitsPath full, chunked, chunked_lm_head;
 };
 
-const std::vector<FrameworkProfile>& framework_profiles();
-const FrameworkProfile& framework_profile(Framework);
-const FrameworkProfile* find_framework(const std::string& name);
+const std::vector<FrameworkProfile>& framework_profiles();  // every revision, oldest first per stack
+const FrameworkProfile& framework_profile(Framework);      // its current revision
+const FrameworkProfile* find_framework(const std::string& name);  // the current revision, nullptr if unknown
+// The revision of `current`'s stack in force at `version`, a release ("0.2.1") or a date ("2024-05-20"):
+// nullptr when the version is malformed; the oldest revision for anything older.
+const FrameworkProfile* framework_revision(const FrameworkProfile& current, const std::string& version);
 
 }  // namespace vramcalc

@@ -308,7 +308,7 @@ double in_backward_step_bytes(const Config& c) {
 // Autograd sums the weight gradients of torchtune's output chunks pairwise: the running sum, the next
 // chunk's gradient and the result (three V x h tensors) beside the activations, after the loss's backward.
 double chunked_head_gradient_bytes(const Config& c) {
-    if (c.loss != Loss::chunked || !framework_profile(c.framework).chunked_output_projection || !trains_all_weights(c) ||
+    if (c.loss != Loss::chunked || !c.framework->chunked_output_projection || !trains_all_weights(c) ||
         !holds_head(c))
         return 0;
     return 3 * double(c.model.vocab) * double(c.model.hidden) * gradient_element_bytes(c) / double(c.tp);
