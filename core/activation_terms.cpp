@@ -424,9 +424,17 @@ double logits_extra_bytes(const Config& c, double nv) {
 
 namespace {
 
+// flash-attn's CrossEntropyLoss (losses/cross_entropy.py, llm-foundry's fused_crossentropy) computes in fp32
+// inside its kernel over the 16-bit logits, saves those (and an fp32 log-sum-exp per token) and returns a new
+// 16-bit gradient: the logits alone, then the logits and their gradient; no fp32 copy. (With
+// inplace_backward, and in Liger's cross-entropy, the gradient overwrites the logits: one less.) CUDA only:
+// read from the code, not measured.
+constexpr LogitsPath kKernelLoss{{1, 0, 0, 0}, {2, 0, 0, 0}, {}};
+
 // The stack's logits path (frameworks.cpp) for the configured loss.
 const LogitsPath& logits_path(const Config& c) {
     const FrameworkProfile& p = *c.framework;
+    if (c.loss == Loss::fused) return kKernelLoss;
     if (c.loss == Loss::full) return p.full;
     return c.lm_head_chunks ? p.chunked_lm_head : p.chunked;
 }

@@ -102,6 +102,9 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
             err("offload", "offload needs strategy \"deepspeed\" or \"fsdp\"");
         }
     }
+    if (c.finetune.method != FinetuneMethod::qlora &&
+        (c.finetune.backend != QuantBackend::bitsandbytes || !c.finetune.backend_version.empty()))
+        err("finetune.backend", "the quantization back end applies to QLoRA only");
     if (c.finetune.method == FinetuneMethod::qlora && c.strategy == Strategy::megatron)
         err("finetune", "QLoRA is not available with Megatron-LM");
 }

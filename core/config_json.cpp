@@ -53,7 +53,8 @@ const Names<Offload, 3> kOffload{
     {{Offload::none, "none"}, {Offload::optimizer, "optimizer"}, {Offload::optimizer_and_params, "optimizer+params"}}};
 const Names<Device, 2> kDevice{{{Device::cuda, "cuda"}, {Device::cpu, "cpu"}}};
 const Names<TorchVersion, 2> kTorch{{{TorchVersion::v2, "2"}, {TorchVersion::v1_13, "1.13"}}};
-const Names<Loss, 3> kLoss{{{Loss::full, "full"}, {Loss::chunked, "chunked"}, {Loss::fused_linear, "fused-linear"}}};
+const Names<Loss, 4> kLoss{
+    {{Loss::full, "full"}, {Loss::chunked, "chunked"}, {Loss::fused, "fused"}, {Loss::fused_linear, "fused-linear"}}};
 const Names<AdapterDtype, 2> kAdapterDtype{{{AdapterDtype::fp32, "fp32"}, {AdapterDtype::base, "base"}}};
 const Names<FsdpWrap, 2> kFsdpWrap{{{FsdpWrap::adapters_apart, "adapters-apart"}, {FsdpWrap::layers, "layers"}}};
 const Names<Mlp, 3> kMlp{{{Mlp::swiglu, "swiglu"}, {Mlp::geglu, "geglu"}, {Mlp::gelu, "gelu"}}};
@@ -202,6 +203,13 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
     r.number("dropout", c.finetune.dropout, 0.0, 1.0, true);
     r.boolean("double_quant", c.finetune.double_quant);
     r.boolean("quantize_lm_head", c.finetune.quantize_lm_head);
+    r.choice("backend", c.finetune.backend, kBackend);
+    if (const json* bv = r.find("backend_version")) {
+        if (bv->is_string() && bv->get_ref<const std::string&>().size() <= 32 && is_release(bv->get<std::string>()))
+            c.finetune.backend_version = bv->get<std::string>();
+        else
+            r.fail("backend_version", "must be the back end's release, e.g. \"0.41.1\", got " + show(*bv));
+    }
     // Module names depend on the model (check_consistency checks them against its projections).
     if (const json* t = r.find("targets")) {
         if (!t->is_array() || t->empty() || t->size() > 64) {
@@ -216,7 +224,7 @@ void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
             }
         }
     }
-    r.reject_unknown("method, rank, targets, dropout, double_quant, quantize_lm_head");
+    r.reject_unknown("method, rank, targets, dropout, double_quant, quantize_lm_head, backend, backend_version");
 }
 
 void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
@@ -430,8 +438,11 @@ json config_to_json(const Config& c) {
     if (c.finetune.method != FinetuneMethod::full) {
         finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets},
                     {"dropout", c.finetune.dropout}};
-        if (c.finetune.method == FinetuneMethod::qlora)
+        if (c.finetune.method == FinetuneMethod::qlora) {
             finetune["double_quant"] = c.finetune.double_quant, finetune["quantize_lm_head"] = c.finetune.quantize_lm_head;
+            finetune["backend"] = to_string(c.finetune.backend);
+            if (!c.finetune.backend_version.empty()) finetune["backend_version"] = c.finetune.backend_version;
+        }
     }
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
     return {{"framework", c.framework->name},

@@ -230,6 +230,9 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.loss == Loss::full && c.strategy != Strategy::megatron)
         out.push_back({"Chunked cross-entropy (8 chunks)", {{"loss", "chunked"}, {"loss_chunks", 8}},
                        "the fp32 upcast of the logits is taken a chunk at a time"});
+    if (c.loss != Loss::fused && c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
+        out.push_back({"Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)", {{"loss", "fused"}},
+                       "the loss computes in fp32 inside the kernel: no fp32 copies of the logits"});
     if (c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
         out.push_back({"Fused linear cross-entropy (Liger)", {{"loss", "fused-linear"}},
                        "lm_head and the loss run chunk by chunk: the logits never exist whole"});

@@ -98,6 +98,13 @@ bool is_date(const std::string& v) {
 
 }  // namespace
 
+bool is_release(const std::string& version) { return !release_parts(version).empty(); }
+
+int compare_releases(const std::string& a, const std::string& b) {
+    const std::vector<unsigned long> x = release_parts(a), y = release_parts(b);
+    return x < y ? -1 : y < x ? 1 : 0;
+}
+
 const FrameworkProfile* framework_revision(const FrameworkProfile& current, const std::string& version) {
     const bool date = is_date(version);
     const std::vector<unsigned long> release = release_parts(version);

@@ -9,9 +9,10 @@ namespace vramcalc {
 
 enum class Framework { hf, litgpt, torchtune, torchtitan };
 // How the loss meets the logits: all at once (transformers' ForCausalLMLoss and plain cross-entropy), in
-// chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy), or fused with lm_head so
-// the logits never exist whole (Liger, Cut Cross-Entropy).
-enum class Loss { full, chunked, fused_linear };
+// chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy), by an in-place kernel over the
+// 16-bit logits (flash-attn's and Liger's cross-entropy), or fused with lm_head so the logits never exist whole
+// (Liger's fused linear cross-entropy, Cut Cross-Entropy).
+enum class Loss { full, chunked, fused, fused_linear };
 // LoRA adapters in fp32 (PEFT's autocast_adapter_dtype) or in the base weights' dtype (LitGPT, torchtune).
 enum class AdapterDtype { fp32, base };
 // How FSDP units are formed under LoRA: adapters in units of their own (PEFT's fsdp_auto_wrap_policy, which
@@ -59,5 +60,8 @@ const FrameworkProfile* find_framework(const std::string& name);  // the current
 // The revision of `current`'s stack in force at `version`, a release ("0.2.1") or a date ("2024-05-20"):
 // nullptr when the version is malformed; the oldest revision for anything older.
 const FrameworkProfile* framework_revision(const FrameworkProfile& current, const std::string& version);
+// Release strings: "0.41.1", "0.3.0rc1", "2.6.0+cu124" (up to four numbers, then anything).
+bool is_release(const std::string& version);
+int compare_releases(const std::string& a, const std::string& b);  // <0, 0, >0 on their numbers
 
 }  // namespace vramcalc
