@@ -117,3 +117,83 @@ TEST_CASE("bad stack keys give errors naming them") {
         CHECK(r.json.find("\"errors\"") != std::string::npos);
     }
 }
+
+TEST_CASE("framework_version picks the revision in force, by release or by date") {
+    const json lora = {{"method", "lora"}, {"rank", 8}, {"targets", {"q_proj", "v_proj"}}};
+    json j = {{"framework", "torchtune"}, {"model", "llama-2-7b"}, {"finetune", lora}};
+    // torchtune 0.2.1's recipes/lora_finetune_distributed.py: FSDP 1 with lora_fsdp_wrap_policy, and
+    // torch.nn.CrossEntropyLoss in the configs; 0.3.0 moved to training.shard_model (FSDP 2) and
+    // CEWithChunkedOutputLoss; 0.5.0's RMSNorm calls F.rms_norm with the scale in fp32.
+    for (const char* v : {"0.1.0", "0.2.1", "2024-05-09"}) {
+        j["framework_version"] = v;
+        const Config c = parsed(j);
+        CHECK(c.loss == Loss::full);
+        CHECK(c.fsdp_version == 1);
+        CHECK(c.fsdp_wrap == FsdpWrap::adapters_apart);
+        CHECK(c.model.family->norm_compute == NormCompute::fp32_cast_back);
+    }
+    j["framework_version"] = "0.4.0";
+    Config c = parsed(j);
+    CHECK(c.loss == Loss::chunked);
+    CHECK(c.fsdp_version == 2);
+    CHECK(c.model.family->norm_compute == NormCompute::fp32_cast_back);
+    j.erase("framework_version");
+    c = parsed(j);
+    CHECK(c.model.family->norm_compute == NormCompute::fp32_weight);
+    CHECK(config_to_json(c)["framework_version"] == "0.5.0");
+    // lit-gpt's RMSNorm (lit_gpt/rmsnorm.py): in the input dtype before #606 (2023-10-24), fp32 with the weight
+    // after it, cast back first from #1043 (2024-03-07, first released in 0.3.1) to 0.4.5, fp32 again from 0.4.6.
+    j = {{"framework", "litgpt"}, {"model", "llama-2-7b"}};
+    const std::pair<const char*, NormCompute> litgpt[] = {{"2023-10-16", NormCompute::input_dtype},
+                                                          {"2023-11-30", NormCompute::fp32_weight},
+                                                          {"0.3.1", NormCompute::fp32_cast_back},
+                                                          {"2024-06-01", NormCompute::fp32_cast_back},
+                                                          {"0.4.6", NormCompute::fp32_weight},
+                                                          {"0.5.13", NormCompute::fp32_weight}};
+    for (const auto& [v, compute] : litgpt) {
+        j["framework_version"] = v;
+        INFO(v);
+        CHECK(parsed(j).model.family->norm_compute == compute);
+    }
+    // A version round-trips through the echo.
+    j["framework_version"] = "2023-10-16";
+    CHECK(config_to_json(parsed(j))["framework_version"] == "2023-10-16");
+}
+
+TEST_CASE("FSDP composes with tp, pp and cp as FSDP 2; the checks name the field") {
+    auto error_field = [](const json& j) {
+        const ParsedConfig p = parse_config(j);
+        return p.ok() ? std::string() : p.errors[0].field;
+    };
+    json j = {{"model", "llama-3.1-8b"}, {"strategy", "fsdp"}, {"fsdp_version", 2}, {"gpus", 8}, {"tp", 2}, {"cp", 2}};
+    CHECK(error_field(j).empty());
+    const Config c = parsed(j);
+    CHECK(c.sequence_parallel);  // PyTorch TP's plan: norms on sequence shards
+    CHECK(c.loss_parallel);
+    j["fsdp_version"] = 1;
+    CHECK(error_field(j) == "tp");
+    j["fsdp_version"] = 2, j["gpus"] = 6;
+    CHECK(error_field(j) == "gpus");
+    j["gpus"] = 8, j["attention"] = "eager";
+    CHECK(error_field(j) == "cp");
+    j["attention"] = "flash", j["seq_len"] = 2047;
+    CHECK(error_field(j) == "cp");
+    CHECK(error_field({{"model", "llama-3.1-8b"}, {"strategy", "megatron"}, {"checkpointing", "selective-op"}}) == "checkpointing");
+    CHECK(error_field({{"model", "llama-3.1-8b"}, {"pp_schedule", "1f1b"}, {"pp_stages_per_rank", 2}}) == "pp_stages_per_rank");
+    CHECK(error_field({{"model", "llama-3.1-8b"}, {"finetune", {{"method", "lora"}, {"backend", "torchao"}}}}) == "finetune.backend");
+    CHECK(error_field({{"model", "llama-3.1-8b"}, {"framework_version", "latest"}}) == "framework_version");
+}
+
+TEST_CASE("context parallelism splits every per-token term cp ways") {
+    // Ring attention (torch.distributed.tensor.experimental.context_parallel) gives each rank seq_len / cp of
+    // every sequence: with the same micro-batch, activations and logits shrink cp-fold, the model states not.
+    const json base = {{"framework", "torchtitan"}, {"model", "llama-3.1-8b"}, {"seq_len", 8192}, {"strategy", "fsdp"},
+                       {"gpus", 8}, {"checkpointing", "full"}};
+    json j = base;
+    const MemoryEstimate one = estimate_memory(parsed(j));
+    j["cp"] = 4;
+    const MemoryEstimate four = estimate_memory(parsed(j));
+    CHECK(phase_bytes(four, "forward", &Terms::activations) == Approx(phase_bytes(one, "forward", &Terms::activations) / 4));
+    CHECK(phase_bytes(four, "forward", &Terms::logits) == Approx(phase_bytes(one, "forward", &Terms::logits) / 4));
+    CHECK(phase_bytes(four, "forward", &Terms::weights) == Approx(phase_bytes(one, "forward", &Terms::weights)));
+}
