@@ -444,6 +444,13 @@ double moment_bytes(const Config& c, const LogitsMoment& m) {
     return nv * (m.half * e + m.upcast * (e < 4 ? 4 : 0) + m.fp32 * 4 + m.per_chunk * 4 / double(c.loss_chunks));
 }
 
+// torch.distributed.pipelining's last stage appends every micro-batch's output to output_chunks until the step
+// ends (schedules.py _PipelineSchedule, merged for the caller): the earlier micro-batches' 16-bit logits.
+double kept_pipeline_outputs_bytes(const Config& c) {
+    if (c.strategy != Strategy::fsdp || c.pp < 2) return 0;
+    return double(c.grad_accum - 1) * logits_elements(c) * compute_element_bytes(c);
+}
+
 // Liger's fused linear cross-entropy (ops/fused_linear_cross_entropy.py): lm_head and the loss run over
 // chunks of about n*h/V tokens, so a chunk's logits and their gradient are n*h-sized; the gradients of
 // lm_head's input and weight are computed in the forward and held until the backward.
@@ -462,7 +469,7 @@ double logits_forward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
     const double nv = logits_elements(c);
-    return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv);
+    return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv) + kept_pipeline_outputs_bytes(c);
 }
 
 // At the first log-softmax backward (transformers: the saved output, the incoming gradient and the result,
@@ -471,7 +478,8 @@ double logits_backward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
     const double nv = logits_elements(c);
-    return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0);
+    return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0) +
+           kept_pipeline_outputs_bytes(c);
 }
 
 // Logits a training loop keeps alive through the optimizer step (LitGPT's `logits` variable).

@@ -85,7 +85,8 @@ std::vector<Phase> stage_phases(const Config& c) {
     attention_backward.gradients =
         std::max(carried_grads, head_grads + grad_per_param * double(mlp_params(c.model)) / double(c.tp));
     attention_backward.temporaries = loss.temporaries + backward_gathered + reduce_scatter_bytes(c) +
-                                     attention_backward_transient_bytes(c) + (recompute ? recast_layer_weight_bytes(c) : 0);
+                                     attention_backward_transient_bytes(c) + ring_attention_bytes(c) +
+                                     (recompute ? recast_layer_weight_bytes(c) : 0);
     if (c.optimizer_in_backward)  // gradients never accumulate: one parameter is stepped at a time
         for (Terms* t : {&mlp_backward, &attention_backward})
             t->gradients = 0, t->temporaries += in_backward_step_bytes(c);

@@ -51,6 +51,9 @@ struct FrameworkProfile {
     bool chunked_output_projection;
     int fsdp_version;          // the FSDP API the stack uses
     FsdpWrap fsdp_wrap;
+    // FSDP mixed precision reduces gradients in fp32 (torchtitan's MixedPrecisionPolicy), not in the 16-bit
+    // compute dtype (accelerate's): FSDP 2 then accumulates unsharded gradients in fp32.
+    bool fsdp_reduce_fp32;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

@@ -351,26 +351,42 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     return params * compute_element_bytes(c) / double(c.tp);  // tensor-parallel shards gather over data ranks only
 }
 
-// PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
-// (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
+namespace {
+// FSDP's unsharded gradients: in the compute dtype, or fp32 where FSDP 2's MixedPrecisionPolicy reduces in fp32
+// (reduce-scatter input; _fsdp_param.py to_accumulated_grad_if_needed upcasts the accumulated gradient).
+double fsdp_gradient_element_bytes(const Config& c) {
+    return c.fsdp_version == 2 && mixed(c) && c.framework->fsdp_reduce_fp32 ? 4 : compute_element_bytes(c);
+}
+}  // namespace
+
 // FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
 double reduce_scatter_bytes(const Config& c) {
     if (!fsdp(c, 2)) return 0;
     const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) / double(c.tp)
                                                   : trainable_stage_params(c) / double(layers_on_stage(c));
-    return unit * compute_element_bytes(c);
+    return unit * fsdp_gradient_element_bytes(c);
 }
 
 // Gradient accumulation under FSDP 1's no_sync() or FSDP 2's set_requires_gradient_sync(False) (what
-// accelerate does between optimizer steps): every unit keeps its unsharded gradient, in the unsharded
-// parameters' dtype, on every rank until the synchronised micro-batch.
+// accelerate does between optimizer steps, and torch.distributed.pipelining for every micro-batch but the
+// last): every unit keeps its unsharded gradient on every rank until the synchronised micro-batch.
 double unsharded_accumulated_gradient_bytes(const Config& c) {
     if (c.strategy != Strategy::fsdp || c.grad_accum < 2 || offloaded(c)) return 0;
     const double n = fsdp1_mixed_units(c) ? double(layers_params(c.model)) * layer_share(c) / double(c.tp) + trainable_stage_params(c)
                                           : trainable_stage_params(c);
-    return n * compute_element_bytes(c);
+    return n * fsdp_gradient_element_bytes(c);
 }
 
+// Context parallelism's ring attention (torch/distributed/tensor/experimental/_attention.py, allgather
+// rotation, torchtitan's default): each attention call all-gathers k and v, repeated to every query head,
+// over the whole sequence; forward and backward alike.
+double ring_attention_bytes(const Config& c) {
+    if (c.cp < 2) return 0;
+    return 2 * double(c.micro_batch) * double(c.seq_len) * double(q_width(c.model)) * compute_element_bytes(c) / double(c.tp);
+}
+
+// PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
+// (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
 double cublas_workspace_bytes(const Config& c) {
     if (c.device == Device::cpu) return 0;
     const bool sm90 = c.gpu.id.rfind("h100", 0) == 0 || c.gpu.id == "h200";
