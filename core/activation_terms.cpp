@@ -368,7 +368,8 @@ double activations_bytes(const Config& c) {
     if (holds_head(c)) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += final_norm_activation_bytes(c);
-        if (c.checkpointing == Checkpointing::full) bytes += x * nh;  // the last layer's output
+        if (c.checkpointing == Checkpointing::full || c.checkpointing == Checkpointing::selective_op)
+            bytes += x * nh;  // the last checkpointed layer's output
         if (c.loss == Loss::chunked && c.framework->chunked_output_projection && trains_all_weights(c))
             bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
         // A LoRA adapter on the output projection keeps its input and its rank-sized output.
@@ -444,11 +445,12 @@ double moment_bytes(const Config& c, const LogitsMoment& m) {
     return nv * (m.half * e + m.upcast * (e < 4 ? 4 : 0) + m.fp32 * 4 + m.per_chunk * 4 / double(c.loss_chunks));
 }
 
-// torch.distributed.pipelining's last stage appends every micro-batch's output to output_chunks until the step
-// ends (schedules.py _PipelineSchedule, merged for the caller): the earlier micro-batches' 16-bit logits.
-double kept_pipeline_outputs_bytes(const Config& c) {
-    if (c.strategy != Strategy::fsdp || c.pp < 2) return 0;
-    return double(c.grad_accum - 1) * logits_elements(c) * compute_element_bytes(c);
+// PyTorch's loss_parallel backward (torch/distributed/tensor/parallel/loss.py _nll_loss_backward) builds the
+// one-hot target with zeros_like and the gradient from exp of the saved log-softmax: one fp32 shard more than
+// the plain cross-entropy's backward (measured, tests/validation/stacks/torchtitan).
+double loss_parallel_backward_bytes(const Config& c) {
+    if (c.strategy == Strategy::megatron || c.tp < 2 || !c.loss_parallel || c.loss != Loss::full) return 0;
+    return 4 * logits_elements(c);
 }
 
 // Liger's fused linear cross-entropy (ops/fused_linear_cross_entropy.py): lm_head and the loss run over
@@ -469,7 +471,7 @@ double logits_forward_peak_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
     const double nv = logits_elements(c);
-    return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv) + kept_pipeline_outputs_bytes(c);
+    return moment_bytes(c, logits_path(c).forward) + logits_extra_bytes(c, nv);
 }
 
 // At the first log-softmax backward (transformers: the saved output, the incoming gradient and the result,
@@ -479,7 +481,7 @@ double logits_backward_peak_bytes(const Config& c) {
     if (c.loss == Loss::fused_linear) return fused_linear_bytes(c);
     const double nv = logits_elements(c);
     return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0) +
-           kept_pipeline_outputs_bytes(c);
+           loss_parallel_backward_bytes(c);
 }
 
 // Logits a training loop keeps alive through the optimizer step (LitGPT's `logits` variable).

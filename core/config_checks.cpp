@@ -50,11 +50,12 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (c.strategy == Strategy::fsdp && c.zero == 1)
         err("zero", "FSDP shards as zero 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
     // Tensor, pipeline and context parallelism: Megatron-LM's own, or FSDP 2 on a device mesh (torchtitan).
+    // (DDP composes with PyTorch's tensor parallelism too: torchtitan's data-parallel replicas, or TP alone.)
     const bool composes = c.strategy == Strategy::megatron || (c.strategy == Strategy::fsdp && c.fsdp_version == 2);
     for (auto [key, degree, what] : {std::tuple{"tp", c.tp, "tensor"}, {"pp", c.pp, "pipeline"}, {"cp", c.cp, "context"}})
-        if (degree > 1 && !composes)
+        if (degree > 1 && !composes && !(c.strategy == Strategy::ddp && std::string(key) == "tp"))
             err(key, std::string(what) + " parallelism needs strategy \"megatron\", or \"fsdp\" with fsdp_version 2 (FSDP 2 on a "
-                     "device mesh, as torchtitan composes them)");
+                     "device mesh, as torchtitan composes them)" + (std::string(key) == "tp" ? ", or \"ddp\"" : ""));
     if (c.cp > 1 && c.attention != Attention::flash)
         err("cp", "context parallelism runs SDPA's flash or memory-efficient kernels: use attention \"flash\"");
     if (c.cp > 1 && c.seq_len % c.cp != 0)

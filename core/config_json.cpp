@@ -350,7 +350,7 @@ ParsedConfig parse_config(const json& v) {
     r.integer("cp", c.cp, 1, 1024);
     // PyTorch's tensor parallelism (torchtitan) runs the norms on sequence shards and the loss on vocabulary
     // shards; Megatron-LM's sequence parallelism is a flag of its own.
-    c.sequence_parallel = c.strategy == Strategy::fsdp && c.tp > 1;
+    c.sequence_parallel = (c.strategy == Strategy::fsdp || c.strategy == Strategy::ddp) && c.tp > 1;
     r.boolean("sequence_parallel", c.sequence_parallel);
     r.boolean("loss_parallel", c.loss_parallel);
     r.choice("pp_schedule", c.pp_schedule, kSchedule);

@@ -25,7 +25,7 @@ Terms resident(const Config& c) {
     t.optimizer_states = optimizer_states_bytes(c);
     t.master_weights = master_weights_bytes(c);
     t.gradients = gradients_allocated_up_front(c) ? gradients_bytes(c) : 0;
-    t.temporaries = cublas_workspace_bytes(c) + communication_buffer_bytes(c);
+    t.temporaries = cublas_workspace_bytes(c) + communication_buffer_bytes(c) + pipeline_buffer_bytes(c);
     return t;
 }
 
@@ -102,8 +102,23 @@ std::vector<Phase> stage_phases(const Config& c) {
         step.temporaries = resident(c).temporaries + in_backward_step_bytes(c);
     }
 
-    const Terms& late_backward = head_backward.sum() > backward.sum() ? head_backward : backward;
-    return {{"forward", forward}, {"loss", loss}, {"backward", late_backward}, {"optimizer_step", step}};
+    // Backward through the first layer, the last one reached: every other gradient exists (for FSDP already
+    // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
+    Terms first_layer = mlp_backward;
+    if (c.strategy != Strategy::megatron) {
+        Config inner = c;
+        inner.checkpointing = Checkpointing::none;
+        const double own = trains_all_weights(c) ? double(layer_params(c.model)) / double(c.tp) +
+                                                       (holds_embedding(c) ? double(embedding_params(c.model)) / double(c.tp) : 0)
+                                                 : trainable_stage_params(c) / double(layers_on_stage(c));
+        const double done = std::max(0.0, 1 - own / trainable_stage_params(c));
+        first_layer.gradients = std::max(carried_grads, grads * done);
+        first_layer.activations = layer_activation_bytes(inner) + layer_output_gradient_bytes(c);
+        if (c.optimizer_in_backward) first_layer.gradients = 0;
+    }
+    const Terms* late_backward = head_backward.sum() > backward.sum() ? &head_backward : &backward;
+    if (first_layer.sum() > late_backward->sum()) late_backward = &first_layer;
+    return {{"forward", forward}, {"loss", loss}, {"backward", *late_backward}, {"optimizer_step", step}};
 }
 
 std::size_t largest(const std::vector<Phase>& phases) {

@@ -31,7 +31,9 @@ const std::vector<Family> kFamilies = {
     // profile selects; "-<release>" rows are earlier revisions of it (frameworks.cpp).
     {"torchtune",    nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output"},
     {"torchtune-0.1", nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
-    {"torchtitan",   nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
+    {"torchtitan",   nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, false, "output"},
+    {"torchtitan-0.1",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output"},
+    {"torchtitan-2024",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
     {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kFp32Weight, true, "head"},
     {"litgpt-0.3",   "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kCastBack, true, "head"},
     {"litgpt-2023",  "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kInputDtype, true, "head"},

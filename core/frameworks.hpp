@@ -18,6 +18,10 @@ enum class AdapterDtype { fp32, base };
 // How FSDP units are formed under LoRA: adapters in units of their own (PEFT's fsdp_auto_wrap_policy, which
 // transformers' Trainer installs), or one unit per decoder layer mixing frozen and trainable weights.
 enum class FsdpWrap { adapters_apart, layers };
+// What stays unsharded at the end of forward besides the layers' units: the root unit holding the embedding,
+// final norm and lm_head, with the last layer kept for backward (FSDP 1, accelerate, torchtitan before 0.2),
+// or only a [norm, output] unit, the embedding being a unit of its own (torchtitan 0.2).
+enum class FsdpLayout { root_kept, head_unit_kept };
 
 // Logits-sized tensors alive at one moment, per token x vocabulary element: `half` in the model's compute
 // dtype, `upcast` fp32 copies of them (no copy in fp32 training), `fp32` fp32 tensors, `per_chunk` fp32
@@ -54,6 +58,7 @@ struct FrameworkProfile {
     // FSDP mixed precision reduces gradients in fp32 (torchtitan's MixedPrecisionPolicy), not in the 16-bit
     // compute dtype (accelerate's): FSDP 2 then accumulates unsharded gradients in fp32.
     bool fsdp_reduce_fp32;
+    FsdpLayout fsdp_layout;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

@@ -320,7 +320,7 @@ double communication_buffer_bytes(const Config& c) {
         case Strategy::ddp:
             // DDP's Reducer copies gradients into flat buckets covering every parameter
             // (torch/csrc/distributed/c10d/reducer.cpp, gradient_as_bucket_view=False).
-            return c.gpus > 1 ? n * gradient_element_bytes(c) : 0;
+            return data_parallel(c) > 1 ? n * gradient_element_bytes(c) : 0;
         case Strategy::deepspeed:
             // reduce_bucket_size defaults to 5e8 elements (deepspeed/runtime/zero/config.py).
             return c.zero >= 1 ? std::min(5e8, n) * weight_element_bytes(c) : 0;
@@ -338,15 +338,20 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // (embedding, final norm, lm_head under the usual per-layer wrapping) stays unsharded from its forward to
     // the end of backward: FSDP 1 does not reshard the root, FSDP 2's root defaults to
     // reshard_after_forward=False (measured, tests/validation/stacks/fsdp).
-    double params = (in_backward ? 2 : 1) * double(layer_params(c.model));
+    // torchtitan from 0.2.0 (models/llama3/infra/parallelize.py apply_fsdp) shards the embedding as its own
+    // unit, resharded after forward, and keeps only the [norm, output] unit and no layer unsharded at the end of
+    // forward (measured, tests/validation/stacks/torchtitan).
+    const bool head_unit = c.strategy == Strategy::fsdp && c.framework->fsdp_layout == FsdpLayout::head_unit_kept;
+    double params = (in_backward ? 2 : head_unit ? 0 : 1) * double(layer_params(c.model));
     if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
     // With pipeline stages torchtitan keeps every layer of the stage unsharded from its first micro-batch's
     // forward to the end of backward, to all-gather once per step (parallelize_llama.py apply_fsdp:
     // reshard_after_forward False under PP).
     if (c.strategy == Strategy::fsdp && c.pp > 1) params = double(layers_params(c.model)) * layer_share(c);
     if (c.strategy == Strategy::fsdp) {
-        if (holds_embedding(c)) params += double(embedding_params(c.model));
-        if (holds_head(c)) params += double(norm_params(c.model) + lm_head_params(c.model));
+        if (holds_embedding(c) && !head_unit) params += double(embedding_params(c.model));
+        if (holds_head(c) && !(head_unit && in_backward && c.pp == 1))  // resharded once its backward is done
+            params += double(norm_params(c.model) + lm_head_params(c.model));
     }
     return params * compute_element_bytes(c) / double(c.tp);  // tensor-parallel shards gather over data ranks only
 }
@@ -383,6 +388,14 @@ double unsharded_accumulated_gradient_bytes(const Config& c) {
 double ring_attention_bytes(const Config& c) {
     if (c.cp < 2) return 0;
     return 2 * double(c.micro_batch) * double(c.seq_len) * double(q_width(c.model)) * compute_element_bytes(c) / double(c.tp);
+}
+
+// torch.distributed.pipelining's PipelineStage keeps a receive (first stage: gradient) buffer per micro-batch,
+// one stage boundary's activation each, across steps (measured, tests/validation/stacks/torchtitan).
+double pipeline_buffer_bytes(const Config& c) {
+    if (c.strategy != Strategy::fsdp || c.pp < 2) return 0;
+    return double(c.grad_accum) * tokens(c) * double(c.model.hidden) * compute_element_bytes(c) /
+           (c.sequence_parallel ? double(c.tp) : 1);
 }
 
 // PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8

@@ -63,7 +63,8 @@ double communication_buffer_bytes(const Config&);
 double gathered_parameter_bytes(const Config&, bool in_backward);
 double reduce_scatter_bytes(const Config&);       // FSDP: one unit's unsharded gradients, backward
 double unsharded_accumulated_gradient_bytes(const Config&);  // FSDP: between micro-batches of accumulation
-double ring_attention_bytes(const Config&);      // context parallel: k and v gathered over the sequence
+double ring_attention_bytes(const Config&);
+double pipeline_buffer_bytes(const Config&);     // torch.distributed.pipelining's per-micro-batch buffers      // context parallel: k and v gathered over the sequence
 double cublas_workspace_bytes(const Config&);
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);

@@ -279,7 +279,7 @@ TEST_CASE("inconsistent shapes and layouts are named", "[bad_input]") {
     // tp must divide heads and kv_heads.
     expect_fields(R"({"model":"llama-2-7b","strategy":"megatron","tp":3,"gpus":3})", {"tp"});
     expect_fields(R"({"model":"llama-3-8b","strategy":"megatron","tp":16,"gpus":16})", {"tp"});  // 8 kv_heads
-    expect_fields(R"({"model":"llama-2-7b","strategy":"ddp","tp":2,"gpus":2})", {"tp"});
+    expect_fields(R"({"model":"llama-2-7b","strategy":"deepspeed","tp":2,"gpus":2})", {"tp"});
     expect_fields(R"({"model":"llama-2-7b","strategy":"megatron","tp":2,"pp":2,"gpus":6})", {"gpus"});
     expect_fields(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100},"strategy":"megatron",)"
                   R"("pp":4,"gpus":4})",

@@ -252,6 +252,9 @@ const HOSTILE = [
   ['?framework=<script>window.__pwned=1</script>&loss=chunked&loss_chunks=0&lm_head_chunks=maybe&optimizer_in_backward=1', 4],
   ['?finetune=lora&lora_dropout=1&adapter_dtype=__proto__&targets=query,<i>x</i>', 3],
   ['?framework=litgpt&loss=full&loss_chunks=4&lm_head_chunks=true&adapter_dtype=fp32', 3],
+  ['?framework_version=%3Cscript%3Ewindow.__pwned=1%3C/script%3E&cp=0&pp_schedule=%3Csvg%20onload=alert(1)%3E&loss_parallel=1', 4],
+  ['?finetune=qlora&backend=%3Cimg%20src=x%20onerror=alert(1)%3E&backend_version=%22%3E%3Csvg%20onload=alert(1)%3E&pp_stages_per_rank=0', 3],
+  ['?framework=torchtitan&framework_version=' + '9'.repeat(40) + '&checkpointing=selective-op()&loss=fused;', 3],
 ];
 
 test('hostile share links: nothing executes, each problem is reported, the page stays usable', async () => {
@@ -532,5 +535,248 @@ test('a LitGPT link with the full loss round-trips', async () => {
   assert.deepEqual(await shown(again.page), s);
   await again.context.close();
   await clean(page, log);
+  await context.close();
+});
+
+// The core's message for a configuration it refuses, one field's ("error: field: message" on stderr).
+function coreError(config, field) {
+  const r = spawnSync(CLI, ['estimate', '-'], { input: JSON.stringify(config), encoding: 'utf8' });
+  assert.equal(r.status, 2, `the CLI accepted ${JSON.stringify(config)}`);
+  const m = new RegExp(`^error: ${field.replace(/\./g, '\\.')}: (.*)$`, 'm').exec(r.stderr);
+  assert.ok(m, `no error for ${field} in ${r.stderr}`);
+  return m[1];
+}
+const optionValues = (page, id) => page.$$eval(`#${id} option`, (o) => o.map((x) => x.value));
+
+test('torchtitan, context and pipeline parallelism: the fields, the module names, the followed defaults, the link', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb');
+  // The new choices and fields exist.
+  assert.ok((await optionValues(page, 'f-framework')).includes('torchtitan'));
+  assert.ok((await optionValues(page, 'f-checkpointing')).includes('selective-op'));
+  assert.ok((await optionValues(page, 'f-loss')).includes('fused'));
+  assert.deepEqual(await optionValues(page, 'f-pp_schedule'), ['1f1b', 'gpipe', 'interleaved-1f1b']);
+  assert.deepEqual(await optionValues(page, 'f-backend'), ['bitsandbytes', 'torchao']);
+  for (const id of ['framework_version', 'cp', 'loss_parallel', 'pp_stages_per_rank', 'backend_version'])
+    assert.ok(await page.$('#f-' + id), id);
+  assert.equal(await page.isVisible('#f-framework_version'), true);
+  for (const id of ['cp', 'loss_parallel', 'pp_schedule', 'pp_stages_per_rank', 'backend', 'backend_version'])
+    assert.equal(await page.isVisible('#f-' + id), false, `${id} hidden on one GPU without QLoRA`);
+
+  // torchtitan: its profile, its module names for LoRA.
+  await page.selectOption('#f-finetune', 'lora');
+  await page.check('#f-targets input[value=gate_proj]');
+  await page.selectOption('#f-framework', 'torchtitan');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  assert.equal(await page.inputValue('#f-loss'), 'full');
+  assert.equal(await page.inputValue('#f-adapter_dtype'), 'base');
+  assert.deepEqual((await chips(page)).sort(), coreTargets('torchtitan'));
+  assert.deepEqual(await ticked(page), ['wq', 'wv', 'w1']);
+  assert.equal(await page.getAttribute('#f-framework_version', 'placeholder'),
+    `${cliTotal('{"framework":"torchtitan"}').config.framework_version} (the current)`, 'the core’s current revision');
+
+  // FSDP 2 (the profile's) on a mesh: tp, cp, pp; sequence and loss parallelism on by default with tp > 1.
+  await page.selectOption('#f-strategy', 'fsdp');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-fsdp_version'), '2');
+  await page.fill('#f-gpus', '8');
+  await page.fill('#f-tp', '2');
+  await settle(page);
+  assert.equal(await page.isVisible('#f-sequence_parallel'), true);
+  assert.equal(await page.isChecked('#f-sequence_parallel'), true, 'sequence parallelism follows tp under FSDP');
+  assert.equal(await page.isVisible('#f-loss_parallel'), true);
+  assert.equal(await page.isChecked('#f-loss_parallel'), true);
+  await page.fill('#f-cp', '2');
+  await page.fill('#f-pp', '2');
+  await settle(page);
+  assert.equal(await page.isVisible('#f-pp_schedule'), true);
+  assert.equal(await page.isVisible('#f-pp_stages_per_rank'), true);
+  assert.equal(await page.inputValue('#f-pp_stages_per_rank'), '1');
+  await page.selectOption('#f-pp_schedule', 'interleaved-1f1b');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-pp_stages_per_rank'), '2', 'the interleaved schedule runs 2 stages per GPU');
+  await page.selectOption('#f-checkpointing', 'selective-op');
+  await page.selectOption('#f-loss', 'fused');
+  await page.uncheck('#f-loss_parallel');
+  await page.uncheck('#f-sequence_parallel');
+  await settle(page);
+  const s = await shown(page);
+  const cfg = JSON.parse(s.config);
+  assert.deepEqual(
+    [cfg.framework, cfg.strategy, cfg.fsdp_version, cfg.tp, cfg.cp, cfg.pp, cfg.pp_schedule, cfg.pp_stages_per_rank,
+      cfg.sequence_parallel, cfg.loss_parallel, cfg.checkpointing, cfg.loss, cfg.finetune.targets],
+    ['torchtitan', 'fsdp', 2, 2, 2, 2, 'interleaved-1f1b', 2, false, false, 'selective-op', 'fused', ['wq', 'wv', 'w1']]);
+  const native = cliTotal(s.config);
+  assert.equal(s.bytes, String(native.total_bytes), 'torchtitan on a 2 x 2 x 2 mesh: the CLI agrees');
+  assert.equal(native.config.pp_stages_per_rank, 2);
+
+  const link = await page.inputValue('#share-url');
+  for (const p of ['framework=torchtitan', 'strategy=fsdp', 'tp=2', 'cp=2', 'pp=2', 'pp_schedule=interleaved-1f1b',
+    'sequence_parallel=false', 'loss_parallel=false', 'checkpointing=selective-op', 'loss=fused',
+    'targets=wq%2Cwv%2Cw1']) assert.match(link, new RegExp(`[?&]${p}(&|$)`), p);
+  assert.doesNotMatch(link, /pp_stages_per_rank|fsdp_version|framework_version/, 'defaults stay out of the link');
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(await shown(again.page), s);
+  for (const [id, v] of [['framework', 'torchtitan'], ['cp', '2'], ['pp', '2'], ['pp_schedule', 'interleaved-1f1b'],
+    ['pp_stages_per_rank', '2'], ['checkpointing', 'selective-op'], ['loss', 'fused']])
+    assert.equal(await again.page.inputValue('#f-' + id), v, id);
+  assert.equal(await again.page.isChecked('#f-sequence_parallel'), false);
+  assert.equal(await again.page.isChecked('#f-loss_parallel'), false);
+  assert.equal(await again.page.inputValue('#share-url'), link);
+  await clean(again.page, again.log);
+  await again.context.close();
+
+  // Back to one GPU: the mesh settings go back to their defaults.
+  await page.selectOption('#f-strategy', 'single');
+  await settle(page);
+  const back = JSON.parse((await shown(page)).config);
+  assert.deepEqual([back.tp, back.cp, back.pp, back.pp_schedule, back.pp_stages_per_rank, back.sequence_parallel, back.loss_parallel],
+    [1, 1, 1, '1f1b', 1, false, true]);
+  assert.equal(await page.textContent('#errors'), '');
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('framework versions: the revision’s defaults, the core’s message next to the field, the link', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb&framework=torchtune');
+  assert.equal(await page.inputValue('#f-loss'), 'chunked');
+  assert.equal(await page.inputValue('#f-fsdp_version'), '2');
+  assert.equal(await page.getAttribute('#f-framework_version', 'placeholder'),
+    `${cliTotal('{"framework":"torchtune"}').config.framework_version} (the current)`);
+  // A version the core refuses: its own message, next to the field.
+  await page.fill('#f-framework_version', 'abc');
+  await settle(page);
+  const message = coreError({ framework: 'torchtune', framework_version: 'abc' }, 'framework_version');
+  assert.match(message, /torchtune changes at/);
+  assert.equal(await page.textContent('#e-framework_version'), message);
+  assert.equal(await page.getAttribute('#f-framework_version', 'aria-invalid'), 'true');
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'invalid');
+  assert.match(await page.textContent('#errors'), /Framework version: must be a release/);
+  // torchtune 0.2.1: FSDP 1 with adapters wrapped apart and the full loss.
+  await page.fill('#f-framework_version', '0.2.1');
+  await settle(page);
+  assert.equal(await page.textContent('#e-framework_version'), '');
+  assert.equal(await page.inputValue('#f-loss'), 'full');
+  assert.equal(await page.inputValue('#f-fsdp_version'), '1');
+  assert.equal(await page.inputValue('#f-fsdp_wrap'), 'adapters-apart');
+  assert.equal(await page.inputValue('#f-framework_version'), '0.2.1');
+  let s = await shown(page);
+  assert.equal(JSON.parse(s.config).framework_version, '0.2.1');
+  let native = cliTotal(s.config);
+  assert.equal(native.config.framework_version, '0.2.1');
+  assert.equal(native.config.loss, 'full');
+  assert.equal(s.bytes, String(native.total_bytes));
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /[?&]framework=torchtune&framework_version=0\.2\.1(&|$)/);
+  assert.doesNotMatch(link, /loss=|fsdp_version=/, 'the revision’s own defaults stay out of the link');
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(await shown(again.page), s);
+  assert.equal(await again.page.inputValue('#f-loss'), 'full');
+  assert.equal(await again.page.inputValue('#f-framework_version'), '0.2.1');
+  await again.context.close();
+  // A date selects the revision in force then; another framework forgets the version.
+  await page.fill('#f-framework_version', '2024-12-31');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-loss'), 'chunked');
+  s = await shown(page);
+  native = cliTotal(s.config);
+  assert.equal(s.bytes, String(native.total_bytes));
+  await page.selectOption('#f-framework', 'litgpt');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-framework_version'), '');
+  assert.equal(JSON.parse((await shown(page)).config).framework_version, undefined);
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('QLoRA back ends: shown with QLoRA only, sent inside finetune, refused versions reported next to the field', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-80gb&finetune=qlora');
+  assert.equal(await page.isVisible('#f-backend'), true);
+  assert.equal(await page.inputValue('#f-backend'), 'bitsandbytes');
+  await page.selectOption('#f-backend', 'torchao');
+  await page.fill('#f-backend_version', '0.41.1');
+  await settle(page);
+  let s = await shown(page);
+  const ft = JSON.parse(s.config).finetune;
+  assert.deepEqual([ft.method, ft.backend, ft.backend_version], ['qlora', 'torchao', '0.41.1']);
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /[?&]finetune=qlora&backend=torchao&backend_version=0\.41\.1(&|$)/);
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(await shown(again.page), s);
+  await again.context.close();
+  await page.fill('#f-backend_version', 'x');
+  await settle(page);
+  // The page's mechanism for a key inside finetune: the core's message, after the key's name.
+  assert.equal(await page.textContent('#e-backend_version'),
+    'finetune.backend_version: ' + coreError({ finetune: { method: 'qlora', backend_version: 'x' } }, 'finetune.backend_version'));
+  await page.fill('#f-backend_version', '');
+  await page.selectOption('#f-finetune', 'lora');
+  await settle(page);
+  assert.equal(await page.isVisible('#f-backend'), false);
+  s = await shown(page);
+  assert.equal(JSON.parse(s.config).finetune.backend, undefined, 'no back end outside QLoRA');
+  assert.equal(s.bytes, String(cliTotal(s.config).total_bytes));
+  assert.doesNotMatch(await page.inputValue('#share-url'), /backend/);
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
+
+test('hostile values of the new keys: each reported as text and ignored', async () => {
+  const query = '?framework=torchtitan%3Cb%3E&framework_version=%3Cscript%3Ewindow.__pwned=1%3C/script%3E' +
+    '&checkpointing=selective-op%3Cimg%20src=x%3E&loss=fused%22%3E&cp=1025&loss_parallel=yes&sequence_parallel=1' +
+    '&pp_schedule=%3Csvg%20onload=alert(1)%3E&pp_stages_per_rank=65&finetune=qlora&backend=__proto__' +
+    '&backend_version=javascript:alert(1)';
+  const { page, context, log } = await open(query);
+  const listed = await page.$$eval('#link-problems li code', (c) => c.map((x) => x.textContent));
+  for (const k of ['framework', 'framework_version', 'checkpointing', 'loss', 'cp', 'loss_parallel', 'sequence_parallel',
+    'pp_schedule', 'pp_stages_per_rank', 'backend', 'backend_version']) assert.ok(listed.includes(k), `${k} reported`);
+  assert.match(await page.textContent('#link-problems'), /<script>window\.__pwned=1<\/script>/, 'shown as text');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#link-problems *:not(p, ul, li, code, button)').length), 0);
+  const cfg = JSON.parse((await shown(page)).config);
+  assert.deepEqual([cfg.framework, cfg.framework_version, cfg.checkpointing, cfg.loss, cfg.cp, cfg.loss_parallel,
+    cfg.sequence_parallel, cfg.pp_schedule, cfg.pp_stages_per_rank, cfg.finetune.backend, cfg.finetune.backend_version],
+  ['hf', undefined, 'none', 'full', 1, true, false, '1f1b', 1, 'bitsandbytes', undefined]);
+  // A QLoRA key without QLoRA, and a version past 32 characters.
+  const other = await open('?finetune=lora&backend=torchao&backend_version=0.41.1&framework_version=' + '1'.repeat(33));
+  const problems = await other.page.$$eval('#link-problems li', (li) => li.map((x) => x.textContent));
+  assert.equal(problems.length, 3);
+  assert.match(problems.join('\n'), /backend only used with finetune=qlora/);
+  assert.match(problems.join('\n'), /framework_version must be a release/);
+  assert.equal(JSON.parse((await shown(other.page)).config).framework_version, undefined);
+  await clean(other.page, other.log);
+  await other.context.close();
+  await clean(page, log);
+  await context.close();
+});
+
+test('suggestions with the new keys: the 16-bit cross-entropy kernel on a torchtitan mesh', async () => {
+  const query = '?model=llama-3-8b&gpu=a100-80gb&framework=torchtitan&strategy=fsdp&gpus=8&tp=2&cp=2&seq_len=8192' +
+    '&micro_batch=16&checkpointing=selective-op';
+  const { page, context, log } = await open(query);
+  const before = await shown(page);
+  assert.equal(JSON.parse(before.config).sequence_parallel, true);
+  const native = cliTotal(before.config);
+  assert.equal(before.bytes, String(native.total_bytes));
+  const sgt = native.suggestions.find((x) => x.change.startsWith('Cross-entropy kernel over the 16-bit logits'));
+  assert.ok(sgt, 'the core suggests the 16-bit cross-entropy kernel');
+  assert.deepEqual(sgt.config, { loss: 'fused' });
+  await page.click('#suggestions .suggest:has-text("Cross-entropy kernel over the 16-bit logits")');
+  await settle(page);
+  const s = await shown(page);
+  const cfg = JSON.parse(s.config);
+  assert.equal(cfg.loss, 'fused');
+  assert.equal(await page.inputValue('#f-loss'), 'fused');
+  assert.equal(s.bytes, String(sgt.total_bytes));
+  assert.deepEqual([cfg.cp, cfg.tp, cfg.sequence_parallel, cfg.checkpointing], [2, 2, true, 'selective-op'], 'the rest is kept');
+  assert.equal(await page.inputValue('#share-url'), server.url + query.replace('&checkpointing', '&loss=fused&checkpointing'));
+  await clean(page, log);
+  assert.deepEqual(log.errors, []);
   await context.close();
 });

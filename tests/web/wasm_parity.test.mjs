@@ -132,6 +132,67 @@ test('errors: the same fields and messages as the CLI prints', () => {
   }
 });
 
+// The stacks' keys on top of a generated configuration: frameworks and their versions, torchtitan's mesh (tp, pp, cp
+// under FSDP 2) with its schedules, per-op checkpointing, the 16-bit cross-entropy kernel, QLoRA's back ends.
+function stackConfig(r) {
+  const c = validConfig(r);
+  c.framework = pick(r, ['hf', 'torchtune', 'torchtitan', 'litgpt']);
+  if (r() < 0.4) c.framework_version = pick(r, ['0.2.1', '0.3.0', '2024-05-20', '2024-12-31', '0.4.6', '5.18']);
+  if (r() < 0.5) c.loss = pick(r, ['full', 'chunked', 'fused', 'fused-linear']);
+  if (c.strategy !== 'megatron' && r() < 0.3) c.checkpointing = 'selective-op';
+  if (c.strategy === 'fsdp' && r() < 0.7) {
+    c.fsdp_version = 2;
+    c.tp = pick(r, [1, 2]);
+    c.pp = pick(r, [1, 2]);
+    c.cp = c.attention === 'flash' ? pick(r, [1, 2]) : 1;
+    c.gpus = 2 * c.tp * c.pp * c.cp;
+    if (c.pp > 1) {
+      c.pp_schedule = pick(r, ['1f1b', 'gpipe', 'interleaved-1f1b']);
+      if (c.pp_schedule === 'interleaved-1f1b' && r() < 0.5) c.pp_stages_per_rank = pick(r, [1, 2, 3]);
+    }
+    if (c.tp > 1 && r() < 0.5) c.loss_parallel = r() < 0.5;
+    if (c.tp > 1 && r() < 0.3) c.sequence_parallel = false;
+  }
+  if (c.finetune && c.finetune.method === 'qlora' && r() < 0.6) {
+    c.finetune.backend = pick(r, ['bitsandbytes', 'torchao']);
+    if (r() < 0.5) c.finetune.backend_version = pick(r, ['0.41.1', '0.43.1', '0.5.0']);
+  }
+  if (c.finetune && c.framework !== 'hf') c.finetune.targets = ['all-linear'];
+  return c;
+}
+
+test('the stacks\' keys: byte-identical JSON and the same errors as the native CLI', () => {
+  const r = rng(20250101);
+  let valid = 0;
+  let invalid = 0;
+  for (let i = 0; i < 150; i++) {
+    const c = stackConfig(r);
+    const k = i % 5 === 4 ? Math.floor(r() * 8) : -1;
+    if (k === 0) c.framework_version = pick(r, ['abc', '', 'v1', 'x'.repeat(33), 3]);
+    else if (k === 1) c.cp = pick(r, [0, 1025, 3, 'two']);
+    else if (k === 2) c.pp_schedule = pick(r, ['zb', '1F1B', 1]);
+    else if (k === 3) c.pp_stages_per_rank = pick(r, [0, 65, 2]);
+    else if (k === 4) c.loss_parallel = 'yes';
+    else if (k === 5) c.finetune = { method: pick(r, ['lora', 'qlora']), backend: pick(r, ['torchao', 'bnb']), backend_version: pick(r, ['x', '0.41.1']) };
+    else if (k === 6) c.checkpointing = pick(r, ['selective_op', 'selective-op']), c.strategy = 'megatron', c.gpus = 2;
+    else if (k === 7) c.framework = 'torchtitan ';
+    const text = JSON.stringify(c);
+    const wasm = mod.estimate(text);
+    const native = cli('estimate', text);
+    if (native.code === 0) {
+      valid++;
+      assert.equal(wasm + '\n', native.stdout, `config #${i}: ${text}`);
+    } else {
+      invalid++;
+      assert.equal(native.code, 2, `config #${i}: ${text}`);
+      assert.equal(cliStderr('estimate', text).trimEnd(), errorLines(wasm), `config #${i}: ${text}`);
+    }
+  }
+  console.log(`# ${valid} valid and ${invalid} invalid configurations with the stacks' keys compared`);
+  assert.ok(valid >= 60, `only ${valid} valid configurations were generated`);
+  assert.ok(invalid >= 25, `only ${invalid} invalid configurations were generated`);
+});
+
 function cliStderr(command, input) {
   return spawnSync(CLI, [command, '-'], { input, encoding: 'utf8' }).stderr;
 }
