@@ -4,14 +4,18 @@ import { $, h, clear, gib, count } from './dom.js';
 import { lineChart } from './charts.js';
 import { initAdamw } from './adamw.js';
 import {
-  CHOICES, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, STACK_MODULES, LORA_KEYS, CHUNK_KEYS, defaultOf, defaultZero, initialState,
-  toConfig, toQuery, fromQuery, applyPatch, applyProfile, readProfiles, targetsOffered, translateTargets, compactHf, clip,
-  resolveModel, closeModels,
+  CHOICES, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, STACK_MODULES, LORA_KEYS, CHUNK_KEYS, QLORA_KEYS, FOLLOWERS, defaultOf,
+  defaultZero, initialState, toConfig, toQuery, fromQuery, applyPatch, applyProfile, follow, readProfiles, ownModules,
+  targetsOffered, translateTargets, compactHf, clip, resolveModel, closeModels,
 } from './params.js';
 
 const LABELS = {
-  framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', litgpt: 'LitGPT' },
-  loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy', 'fused-linear': 'Fused linear cross-entropy (Liger)' },
+  framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
+  loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy',
+    fused: 'Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)', 'fused-linear': 'Fused linear cross-entropy (Liger)' },
+  pp_schedule: { '1f1b': '1F1B', gpipe: 'GPipe (all forwards, then all backwards)',
+    'interleaved-1f1b': 'Interleaved 1F1B (several stages per GPU)' },
+  backend: { bitsandbytes: 'bitsandbytes (Linear4bit: PEFT, LitGPT)', torchao: 'torchao (NF4Tensor: torchtune)' },
   adapter_dtype: { fp32: 'fp32 (PEFT)', base: 'Base weights’ dtype (LitGPT, torchtune)' },
   lm_head_chunks: { '': 'The stack’s choice', true: 'Yes, per chunk', false: 'No, once for all tokens' },
   precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
@@ -21,7 +25,8 @@ const LABELS = {
     sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
   optimizer_impl: { foreach: 'foreach (PyTorch default)', fused: 'fused', 'single-tensor': 'single tensor (for loop)' },
   finetune: { full: 'Full fine-tune', lora: 'LoRA', qlora: 'QLoRA (4-bit base weights)' },
-  checkpointing: { none: 'None', selective: 'Selective (attention only)', full: 'Full (every layer)' },
+  checkpointing: { none: 'None', selective: 'Selective (attention only)',
+    'selective-op': 'Selective per op (torchtitan: every other matmul kept)', full: 'Full (every layer)' },
   attention: { eager: 'Eager (scores materialised)', flash: 'Flash / SDPA (no score matrix)' },
   strategy: { single: 'Single GPU', ddp: 'DDP (data parallel)', deepspeed: 'DeepSpeed ZeRO', fsdp: 'PyTorch FSDP',
     megatron: 'Megatron-LM (tensor/pipeline)' },
@@ -58,11 +63,18 @@ function archField(k) {
 }
 
 const isLora = (s) => s.finetune !== 'full';
+const isQlora = (s) => s.finetune === 'qlora';
 const chunked = (s) => s.loss === 'chunked';
+// Tensor, pipeline and context parallelism: Megatron-LM's, or FSDP 2 on a device mesh (torchtitan).
+const meshed = (s) => s.strategy === 'megatron' || (s.strategy === 'fsdp' && s.fsdp_version === '2');
+const fsdpTp = (s) => s.strategy === 'fsdp' && Number(s.tp) > 1;
+const piped = (s) => Number(s.pp) > 1;
 const GROUPS = [
   { title: 'Training stack', fields: [
     { key: 'framework', label: 'Framework', kind: 'select',
       hint: 'Whose training code runs the step: it sets precision, loss, LoRA adapter dtype and module names to that stack’s defaults; change any of them afterwards.' },
+    { key: 'framework_version', label: 'Framework version', kind: 'text', maxlength: 32,
+      hint: 'A release (0.2.1) or a date (2024-05-20): the stack’s code in force then, whose defaults it sets again. Empty: the current revision.' },
   ] },
   { title: 'Model', fields: [
     { key: 'model', label: 'Model', kind: 'model',
@@ -77,6 +89,10 @@ const GROUPS = [
       hint: 'Above 0, each adapted layer also keeps its dropped input and a mask for backward.' },
     { key: 'adapter_dtype', label: 'Adapter dtype', kind: 'select', show: isLora,
       hint: 'The dtype of the LoRA weights, their gradients and inputs: fp32 doubles them under 16-bit training.' },
+    { key: 'backend', label: '4-bit back end', kind: 'select', show: isQlora,
+      hint: 'Whose 4-bit weights and matmul QLoRA runs: what its backward saves differs.' },
+    { key: 'backend_version', label: 'Back end version', kind: 'text', maxlength: 32, show: isQlora,
+      hint: 'The back end’s release (0.41.1). Empty: the current one.' },
   ] },
   { title: 'Batch', fields: [
     { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int' },
@@ -98,7 +114,7 @@ const GROUPS = [
       hint: 'Saved activations wait in pinned CPU RAM and come back ahead of their backward (torchtune); about two layers stay on the GPU.' },
     { key: 'attention', label: 'Attention kernel', kind: 'select' },
     { key: 'loss', label: 'Loss', kind: 'select',
-      hint: 'How the loss meets the logits: whole with an fp32 copy, a chunk at a time, or fused with the output projection (no logits kept).' },
+      hint: 'How the loss meets the logits: whole with an fp32 copy, a chunk at a time, a kernel that reads the 16-bit logits (no fp32 copy), or fused with the output projection (no logits kept).' },
     { key: 'loss_chunks', label: 'Loss chunks', kind: 'int', show: chunked,
       hint: 'More chunks: smaller fp32 pieces of the logits alive at once. Empty: the stack’s own count.' },
     { key: 'lm_head_chunks', label: 'Output projection per chunk', kind: 'tristate', show: chunked,
@@ -113,9 +129,18 @@ const GROUPS = [
     { key: 'fsdp_version', label: 'FSDP version', kind: 'select', show: (s) => s.strategy === 'fsdp' },
     { key: 'fsdp_wrap', label: 'FSDP units under LoRA', kind: 'select', show: (s) => s.strategy === 'fsdp' && s.finetune !== 'full',
       hint: 'Adapters in their own units (PEFT’s policy, as transformers’ Trainer sets it), or one unit per layer: FSDP 1 then keeps gradients and activations as for full fine-tuning.' },
-    { key: 'tp', label: 'Tensor parallel (tp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
-    { key: 'pp', label: 'Pipeline parallel (pp)', kind: 'int', show: (s) => s.strategy === 'megatron' },
-    { key: 'sequence_parallel', label: 'Sequence parallelism', kind: 'bool', show: (s) => s.strategy === 'megatron' },
+    { key: 'tp', label: 'Tensor parallel (tp)', kind: 'int', show: meshed,
+      hint: 'Megatron-LM, or FSDP 2 on a device mesh (torchtitan): GPUs must be a multiple of tp × pp × cp.' },
+    { key: 'pp', label: 'Pipeline parallel (pp)', kind: 'int', show: meshed },
+    { key: 'cp', label: 'Context parallel (cp)', kind: 'int', show: meshed,
+      hint: 'Each GPU holds seq_len / cp tokens of every sequence; needs flash attention.' },
+    { key: 'sequence_parallel', label: 'Sequence parallelism', kind: 'bool', show: (s) => s.strategy === 'megatron' || fsdpTp(s),
+      hint: 'Norms and dropout on sequence shards (on by default with FSDP and tp > 1, as torchtitan runs it).' },
+    { key: 'loss_parallel', label: 'Loss parallel', kind: 'bool', show: fsdpTp,
+      hint: 'The logits stay sharded over the vocabulary for the loss (torchtitan).' },
+    { key: 'pp_schedule', label: 'Pipeline schedule', kind: 'select', show: piped },
+    { key: 'pp_stages_per_rank', label: 'Pipeline stages per GPU', kind: 'int', show: piped,
+      hint: 'Above 1 with the interleaved schedule only (its default: 2).' },
   ] },
   { title: 'GPU', fields: [
     { key: 'gpu', label: 'GPU', kind: 'gpu' },
@@ -201,7 +226,7 @@ function buildControl(f) {
     case 'targets': {
       return h('div', { id, class: 'targets', role: 'group', 'aria-describedby': describedBy, 'aria-label': f.label });
     }
-    case 'text': return h('input', { ...common, type: 'text', maxlength: 60, autocomplete: 'off' });
+    case 'text': return h('input', { ...common, type: 'text', maxlength: f.maxlength || 60, autocomplete: 'off', spellcheck: 'false' });
     case 'number': return h('input', { ...common, type: 'text', inputmode: 'decimal', autocomplete: 'off' });
     default: return h('input', { ...common, type: 'text', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false' });
   }
@@ -264,13 +289,18 @@ function onInput(e) {
       hfError = `not a JSON object: ${clip(err.message, 80)}`;
     }
   } else {
+    const prev = { ...state };
     const before = state[key];
     const v = readValue(f, el);
     state[key] = v;
     if (key === 'strategy') normaliseStrategy(before, v);
-    if (key === 'framework') {
-      // The profile's precision, loss, adapter dtype ...; the targets in the new stack's names, role by role.
+    if (key === 'framework') state.framework_version = '';  // a version is the stack's own
+    if (key === 'framework' || key === 'framework_version') {
+      // The profile's precision, loss, adapter dtype ... (of the revision in force at that version).
       state = applyProfile(state);
+    }
+    if (key === 'framework') {
+      // The targets in the new stack's names, role by role.
       const moved = translateTargets(state.targets, stackOf(before), stackOf(v));
       state.targets = fitTargets({ ...state, targets: moved || defaultOf(state, 'targets') });
     }
@@ -279,14 +309,20 @@ function onInput(e) {
     if (key === 'model.heads' && state['model.kv_heads'] === before) syncOne('model.kv_heads', v);
     if (key === 'model.mlp' && state['model.activation'] === MLP_ACTIVATION[before]) syncOne('model.activation', MLP_ACTIVATION[v]);
     if (key === 'model.mlp') state.targets = fitTargets(state);
-    if (['strategy', 'finetune', 'gpu', 'model.mlp', 'framework', 'loss'].includes(key)) return refresh(true);
+    if (['strategy', 'finetune', 'gpu', 'model.mlp', 'framework', 'framework_version', 'loss'].includes(key)) {
+      state = follow(prev, state);
+      return refresh(true);
+    }
+    // Fields whose default follows this one (sequence_parallel follows tp, the stages per GPU the schedule).
+    const followed = follow(prev, state);
+    for (const k of FOLLOWERS) if (followed[k] !== state[k]) syncOne(k, followed[k]);
   }
   refresh(false);
 }
 
 function syncOne(key, v) {
   state[key] = v;
-  $(fid(key)).value = String(v);
+  syncField(FIELD[key]);
 }
 
 // Of the LoRA targets the page offers, the modules each family has (core/families.cpp; routed experts take no
@@ -305,7 +341,7 @@ const catalogType = {};  // catalog id -> model_type
 const stackOf = (framework) => (Object.hasOwn(STACK_MODULES, framework) ? framework : 'hf');
 
 function modelFamily(s) {
-  if (s.framework === 'torchtune' || s.framework === 'litgpt') return s.framework;  // the stack's own model code
+  if (ownModules(s.framework)) return s.framework;  // the stack's own model code
   if (s.model === 'custom') return 'llama';  // the explicit form has no family key: Llama's module names
   let type;
   if (s.model === 'hf') type = s.hf && (s.hf.text_config?.model_type || s.hf.model_type);
@@ -317,7 +353,7 @@ function modelFamily(s) {
 // projections (all-linear when it has none of them).
 function fitTargets(s) {
   const fam = modelFamily(s);
-  const stack = fam === 'torchtune' || fam === 'litgpt';
+  const stack = ownModules(fam);
   let names = stack ? [...STACK_MODULES[fam]] : [...(fam === 'llama' ? LLAMA_MODULES : FAMILY_MODULES[fam]), 'lm_head'];
   if (s.model === 'custom' && s['model.mlp'] === 'gelu') {  // a plain MLP has no gate projection
     const gate = stack ? STACK_MODULES[fam][4] : 'gate_proj';
@@ -416,7 +452,10 @@ function normaliseStrategy(before, after) {
   if (state.zero === defaultZero(before) || after === 'single' || after === 'ddp') state.zero = defaultZero(after);
   if (after === 'fsdp' && state.zero === 1) state.zero = 2;
   if (after === 'megatron' && state.zero > 1) state.zero = 0;
-  if (after !== 'megatron') { state.tp = 1; state.pp = 1; state.sequence_parallel = false; }
+  if (!meshed(state)) {
+    for (const k of ['tp', 'pp', 'cp', 'loss_parallel', 'pp_schedule']) state[k] = DEFAULTS[k];
+    for (const k of FOLLOWERS) state[k] = defaultOf(state, k);
+  }
   if (!sharded(state)) state.offload = 'none';
   if (after === 'fsdp' && state.offload === 'optimizer') state.offload = 'optimizer+params';
 }
@@ -428,17 +467,22 @@ function syncInputs() {
   const zl = zeroLabel(state);
   for (const [v, t] of Object.entries(zl)) zs.append(h('option', { value: v }, t));
   if (!(state.zero in zl)) zs.append(h('option', { value: state.zero }, String(state.zero)));
-  for (const f of FIELDS) {
-    const el = $(fid(f.key));
-    const v = state[f.key];
-    if (f.kind === 'bool') el.checked = !!v;
-    else if (f.kind === 'targets') syncTargets(el, v);
-    else if (f.kind === 'tristate') el.value = v === '' || v === undefined ? '' : String(v);
-    else if (f.kind === 'hf') {
-      if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
-    } else if (f.kind === 'model') {
-      el.value = modelText !== null ? modelText : v;
-    } else el.value = v === null || v === undefined ? '' : String(v);
+  for (const f of FIELDS) syncField(f);
+}
+
+function syncField(f) {
+  const el = $(fid(f.key));
+  const v = state[f.key];
+  if (f.kind === 'bool') el.checked = !!v;
+  else if (f.kind === 'targets') syncTargets(el, v);
+  else if (f.kind === 'tristate') el.value = v === '' || v === undefined ? '' : String(v);
+  else if (f.kind === 'hf') {
+    if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
+  } else if (f.kind === 'model') {
+    el.value = modelText !== null ? modelText : v;
+  } else {
+    const t = v === null || v === undefined ? '' : String(v);
+    if (el.value !== t) el.value = t;  // the field being typed in keeps its caret
   }
 }
 
@@ -446,7 +490,7 @@ function fieldVisible(f) {
   if (fieldErrors.has(f.key)) return true;
   if (f.show && !f.show(state)) {
     if (f.key.startsWith('model.') || f.key === 'hf' || f.key.startsWith('gpu.') || LORA_KEYS.includes(f.key) ||
-      CHUNK_KEYS.includes(f.key)) return false;
+      CHUNK_KEYS.includes(f.key) || QLORA_KEYS.includes(f.key)) return false;
     return state[f.key] !== defaultOf(state, f.key);
   }
   return true;
@@ -461,6 +505,8 @@ function errorKey(field) {
   if (field === 'finetune.rank') return 'rank';
   if (field === 'finetune.targets') return 'targets';
   if (field === 'finetune.dropout') return 'lora_dropout';
+  if (field === 'finetune.backend') return 'backend';
+  if (field === 'finetune.backend_version') return 'backend_version';
   if (field.startsWith('finetune')) return 'finetune';
   if (field.startsWith('gpu.')) return FIELD[field] ? field : 'gpu';
   return FIELD[field] ? field : '';
@@ -545,7 +591,8 @@ function summaryLine(r) {
   const model = state.model === 'custom' ? 'Custom model' : state.model === 'hf' ? `${clip(state.hf?.model_type || 'HF')} config`
     : (presets.models.find((m) => m.id === state.model) || {}).name || state.model;
   const par = state.strategy === 'single' ? '1 GPU' : `${state.gpus} GPUs, ${LABELS.strategy[state.strategy]}${state.zero ? ` stage ${state.zero}` : ''}`;
-  const stack = state.framework === 'hf' ? '' : ` · ${LABELS.framework[state.framework]}`;
+  const version = state.framework_version ? ` ${clip(state.framework_version, 32)}` : '';
+  const stack = state.framework === 'hf' && !version ? '' : ` · ${LABELS.framework[state.framework]}${version}`;
   return `${model} · ${r.gpu.name} · ${par} · micro-batch ${state.micro_batch} × ${state.seq_len} tokens · ${state.precision}${stack}`;
 }
 
@@ -612,9 +659,11 @@ function renderSuggestions(r) {
 }
 
 function applySuggestion(sgt) {
+  const prev = { ...state };
   const before = state.strategy;
   state = applyPatch(state, sgt.config);
   if (sgt.config && 'strategy' in sgt.config && !('zero' in sgt.config) && state.zero === defaultZero(before)) state.zero = defaultZero(state.strategy);
+  state = follow(prev, state);
   refresh(true);
   $('verdict').focus();
 }
@@ -739,6 +788,8 @@ function update(sync) {
 
 // The values the stack chose for the knobs left to it, next to them (the placeholder, the first option).
 function showStackChoices(config) {
+  const v = config && config.framework_version;
+  $(fid('framework_version')).placeholder = typeof v === 'string' && !state.framework_version ? `${clip(v, 32)} (the current)` : '';
   const n = config && config.loss_chunks;
   $(fid('loss_chunks')).placeholder = Number.isInteger(n) ? `${n} (the stack’s)` : '';
   const first = $(fid('lm_head_chunks')).options[0];

@@ -3,18 +3,20 @@
 // the same lists and bounds as core/config_json.cpp; anything else is reported and ignored, never shown as markup.
 
 export const CHOICES = {
-  framework: ['hf', 'torchtune', 'litgpt'],
+  framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true'],
   optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
   finetune: ['full', 'lora', 'qlora'],
-  checkpointing: ['none', 'selective', 'full'],
+  checkpointing: ['none', 'selective', 'selective-op', 'full'],
   attention: ['eager', 'flash'],
   strategy: ['single', 'ddp', 'deepspeed', 'fsdp', 'megatron'],
   offload: ['none', 'optimizer', 'optimizer+params'],
   device: ['cuda', 'cpu'],
   torch: ['2', '1.13'],
-  loss: ['full', 'chunked', 'fused-linear'],
+  loss: ['full', 'chunked', 'fused', 'fused-linear'],
+  pp_schedule: ['1f1b', 'gpipe', 'interleaved-1f1b'],
+  backend: ['bitsandbytes', 'torchao'],
   adapter_dtype: ['fp32', 'base'],
   fsdp_version: ['1', '2'],
   fsdp_wrap: ['adapters-apart', 'layers'],
@@ -31,21 +33,24 @@ export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj'
   'c_attn', 'c_proj', 'c_fc', 'lm_head', 'all-linear'];
 
 // The module names of each training stack's own model code, by role: q, k, v, o, gate, up, down, the output
-// projection (core/families.cpp, rows "llama", "torchtune" and "litgpt"; a framework profile selects its row for
-// every model, core/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
+// projection (core/families.cpp, rows "llama", "torchtune", "torchtitan" and "litgpt"; a framework profile selects
+// its row for every model, core/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
 // test checks these lists against the core's own error message.
 export const STACK_MODULES = {
   hf: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'lm_head'],
   torchtune: ['q_proj', 'k_proj', 'v_proj', 'output_proj', 'w1', 'w3', 'w2', 'output'],
+  torchtitan: ['wq', 'wk', 'wv', 'wo', 'w1', 'w3', 'w2', 'output'],
   litgpt: ['query', 'key', 'value', 'projection', 'mlp', 'mlp', 'mlp', 'head'],
 };
+// Whether a framework runs its own model code (its module names for every model) rather than transformers'.
+export const ownModules = (framework) => framework !== 'hf' && Object.hasOwn(STACK_MODULES, framework);
 // The LoRA targets the page offers under a framework (hf: the Hugging Face families' names).
-export const targetsOffered = (framework) => (framework === 'torchtune' || framework === 'litgpt'
+export const targetsOffered = (framework) => (ownModules(framework)
   ? [...new Set(STACK_MODULES[framework]), 'all-linear'] : LORA_TARGETS);
-const ALL_TARGETS = new Set([...LORA_TARGETS, ...targetsOffered('torchtune'), ...targetsOffered('litgpt')]);
+const ALL_TARGETS = new Set([...LORA_TARGETS, ...Object.keys(STACK_MODULES).flatMap(targetsOffered)]);
 // Each stack's usual first choice: the query and value projections (PEFT's and torchtune's examples, LitGPT's
 // lora_query and lora_value).
-const STACK_DEFAULT_TARGETS = { torchtune: 'q_proj,v_proj', litgpt: 'query,value' };
+const STACK_DEFAULT_TARGETS = { torchtune: 'q_proj,v_proj', torchtitan: 'wq,wv', litgpt: 'query,value' };
 
 // Targets from one stack's names to another's, role by role (LitGPT's "mlp" stands for gate, up and down).
 export function translateTargets(targets, from, to) {
@@ -64,12 +69,12 @@ export function translateTargets(targets, from, to) {
 const W = 2 ** 20;
 export const INTS = {
   seq_len: [1, 2 ** 24], micro_batch: [1, 2 ** 20], grad_accum: [1, 2 ** 20], gpus: [1, 2 ** 20], zero: [0, 3],
-  tp: [1, 1024], pp: [1, 1024], rank: [1, 65536], loss_chunks: [1, 2 ** 24],
+  tp: [1, 1024], pp: [1, 1024], cp: [1, 1024], pp_stages_per_rank: [1, 64], rank: [1, 65536], loss_chunks: [1, 2 ** 24],
   'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
 };
-export const BOOLS = ['sequence_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
+export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
 // An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
 // defaults (kv_heads defaults to heads, activation to the MLP's usual one).
@@ -104,33 +109,61 @@ export const hfKeyDropped = (k) => HF_DROP.has(k) || /_token_ids?$/.test(k) || /
 
 // The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
 // catalog, "custom" or "hf". loss_chunks and lm_head_chunks hold '' for the framework's own choice (LitGPT's depend
-// on the tokens and the fine-tuning method), else what the user set.
+// on the tokens and the fine-tuning method), else what the user set; framework_version and backend_version '' for
+// the current revision. sequence_parallel and pp_stages_per_rank hold a value, whose default follows other fields
+// (defaultOf, FOLLOWERS).
 export const DEFAULTS = {
-  framework: 'hf', model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
+  framework: 'hf', framework_version: '', model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
   optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj', lora_dropout: 0,
   adapter_dtype: 'fp32', checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
   sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
   device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
-  activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart',
+  activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
+  pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '',
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
 // What a framework profile sets (core/frameworks.cpp), read from the core by readProfiles: the configuration it
-// echoes for {"framework": id}. Until then (and for a framework the core does not answer), DEFAULTS.
+// echoes for {"framework": id} (the current revision) and, on demand, for {"framework": id, "framework_version": v}
+// (the revision in force then: torchtune before 0.3 is FSDP 1 with the full loss ...). Until then (and for a
+// framework or version the core does not answer), the current revision's, else DEFAULTS.
 export const PROFILE_KEYS = ['precision', 'loss', 'adapter_dtype', 'fsdp_version', 'fsdp_wrap'];
-// The knobs a change of framework gives back to the profile.
+// The knobs a change of framework or of its version gives back to the profile.
 export const PROFILE_GOVERNED = [...PROFILE_KEYS, 'loss_chunks', 'lm_head_chunks'];
 export const PROFILES = {};
+const REVISIONS = new Map();  // "framework\nversion" -> profile, or null when the core refuses the version
+let profileEstimate = null;
+
+function readProfile(estimate, framework, version) {
+  let r;
+  const config = version ? { framework, framework_version: version } : { framework };
+  try { r = JSON.parse(estimate(JSON.stringify(config))); } catch { return null; }
+  if (!r || !r.config) return null;
+  const p = {};
+  for (const k of PROFILE_KEYS) if (CHOICES[k].includes(String(r.config[k]))) p[k] = String(r.config[k]);
+  return p;
+}
+
 export function readProfiles(estimate) {
+  profileEstimate = estimate;
+  REVISIONS.clear();
   for (const fw of CHOICES.framework) {
-    let r;
-    try { r = JSON.parse(estimate(JSON.stringify({ framework: fw }))); } catch { continue; }
-    if (!r || !r.config) continue;
-    const p = {};
-    for (const k of PROFILE_KEYS) if (CHOICES[k].includes(String(r.config[k]))) p[k] = String(r.config[k]);
-    PROFILES[fw] = p;
+    const p = readProfile(estimate, fw, '');
+    if (p) PROFILES[fw] = p;
   }
   return PROFILES;
+}
+
+// The profile of a framework at a version ('' = the current revision), read from the core once per pair.
+export function profileOf(framework, version = '') {
+  const current = Object.hasOwn(PROFILES, framework) ? PROFILES[framework] : null;
+  if (!version || typeof version !== 'string' || !profileEstimate || !CHOICES.framework.includes(framework)) return current;
+  const key = framework + '\n' + version;
+  if (!REVISIONS.has(key)) {
+    if (REVISIONS.size >= 256) REVISIONS.clear();
+    REVISIONS.set(key, readProfile(profileEstimate, framework, version));
+  }
+  return REVISIONS.get(key) || current;
 }
 
 // The state's framework profile applied to the knobs it governs (the rest of the state is kept).
@@ -142,10 +175,16 @@ export function applyProfile(s) {
 
 export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
+// Fields whose default depends on others (core/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
+// norms sequence-parallel, the interleaved schedule runs two stages per GPU. Left at their default, they follow it.
+export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank'];
+
 export function defaultOf(state, key) {
   if (key === 'zero') return defaultZero(state.strategy);
+  if (key === 'sequence_parallel') return state.strategy === 'fsdp' && Number(state.tp) > 1;
+  if (key === 'pp_stages_per_rank') return state.pp_schedule === 'interleaved-1f1b' ? 2 : 1;
   if (PROFILE_KEYS.includes(key)) {
-    const p = Object.hasOwn(PROFILES, state.framework) ? PROFILES[state.framework] : null;
+    const p = profileOf(state.framework, state.framework_version);
     return p && Object.hasOwn(p, key) ? p[key] : DEFAULTS[key];
   }
   if (key === 'targets') return STACK_DEFAULT_TARGETS[state.framework] || DEFAULTS.targets;
@@ -154,16 +193,32 @@ export function defaultOf(state, key) {
   return DEFAULTS[key];
 }
 
+// The followers after a change from `prev` to `next`: those that were at their default and that the change left
+// alone take their new default.
+export function follow(prev, next) {
+  const out = { ...next };
+  for (const k of FOLLOWERS)
+    if (prev[k] === defaultOf(prev, k) && out[k] === prev[k]) out[k] = defaultOf(out, k);
+  return out;
+}
+
 // The order keys take in a link (also every key a link may hold).
 export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k), 'gpu', 'gpu.memory_gib', 'gpu.name',
-  'framework', 'finetune', 'rank', 'targets', 'lora_dropout', 'adapter_dtype', 'strategy', 'gpus', 'zero', 'tp', 'pp',
-  'sequence_parallel', 'seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl',
+  'framework', 'framework_version', 'finetune', 'rank', 'targets', 'lora_dropout', 'adapter_dtype', 'backend',
+  'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
+  'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl',
   'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
   'offload', 'fsdp_version', 'fsdp_wrap', 'device',
   'torch'];
 // Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
 export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
 export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
+// Keys that only mean something with QLoRA (the core refuses them otherwise).
+export const QLORA_KEYS = ['backend', 'backend_version'];
+// A release ("0.2.1", "0.3.0rc1", "2.6.0+cu124": core/frameworks.cpp reads the leading numbers) or a date, of at most
+// 32 characters (core/config_json.cpp); the page also keeps a link's version to letters, digits and . + _ -.
+const RELEASE = /^[0-9][0-9A-Za-z.+_-]{0,31}$/;
+const VERSION_CHARS = 32;
 export const MAX_PARAM_CHARS = 200;
 export const MAX_HF_CHARS = 16384;
 export const MAX_PROBLEMS = 20;
@@ -269,6 +324,7 @@ export function fromBase64Url(s) {
 // The configuration the core reads, from the page's fields.
 export function toConfig(s) {
   const c = { framework: s.framework };
+  if (s.framework_version !== '') c.framework_version = s.framework_version;
   if (s.model === 'custom') {
     const m = {};
     for (const k of ARCH_KEYS) {
@@ -287,6 +343,10 @@ export function toConfig(s) {
   c.finetune = s.finetune === 'full' ? 'full'
     : { method: s.finetune, rank: s.rank, targets: String(s.targets).split(',').map((t) => t.trim()).filter(Boolean),
       dropout: s.lora_dropout };
+  if (s.finetune === 'qlora') {
+    c.finetune.backend = s.backend;
+    if (s.backend_version !== '') c.finetune.backend_version = s.backend_version;
+  }
   if (s.finetune !== 'full') c.adapter_dtype = s.adapter_dtype;
   c.optimizer_in_backward = s.optimizer_in_backward;
   c.activation_offload = s.activation_offload;
@@ -294,15 +354,16 @@ export function toConfig(s) {
   c.fsdp_wrap = s.fsdp_wrap;
   c.loss = s.loss;
   if (s.loss === 'chunked') for (const k of CHUNK_KEYS) if (s[k] !== '') c[k] = s[k];
-  for (const k of ['checkpointing', 'attention', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'sequence_parallel', 'offload'])
-    c[k] = s[k];
+  for (const k of ['checkpointing', 'attention', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel',
+    'loss_parallel', 'pp_schedule', 'pp_stages_per_rank', 'offload']) c[k] = s[k];
   c.gpu = s.gpu === 'custom' ? { name: s['gpu.name'], memory_gib: s['gpu.memory_gib'] } : s.gpu;
   c.device = s.device;
   c.torch = s.torch;
   return c;
 }
 
-// A suggestion's patch (core configuration keys) applied to the page's fields.
+// A suggestion's patch (core configuration keys) applied to the page's fields. A value the page cannot show (a
+// choice it does not list, checkpointing every N-th layer) leaves its field as it was.
 export function applyPatch(s, patch) {
   const out = { ...s };
   for (const [k, v] of Object.entries(patch || {})) {
@@ -313,6 +374,8 @@ export function applyPatch(s, patch) {
         if (v.rank !== undefined) out.rank = v.rank;
         if (Array.isArray(v.targets)) out.targets = v.targets.join(',');
         if (v.dropout !== undefined) out.lora_dropout = v.dropout;
+        if (CHOICES.backend.includes(v.backend)) out.backend = v.backend;
+        if (typeof v.backend_version === 'string') out.backend_version = v.backend_version;
       }
     } else if (k === 'gpu') {
       if (typeof v === 'string') out.gpu = v;
@@ -323,6 +386,8 @@ export function applyPatch(s, patch) {
       }
     } else if (k === 'model') {
       if (typeof v === 'string') out.model = v;
+    } else if (k in CHOICES) {
+      if (CHOICES[k].includes(String(v))) out[k] = String(v);
     } else if (k in DEFAULTS) {
       out[k] = v;
     }
@@ -342,6 +407,7 @@ export function toQuery(s, extra = {}) {
     else if (k === 'gpu.memory_gib') keep = s.gpu === 'custom';
     else if (k === 'gpu.name') keep = s.gpu === 'custom' && v !== DEFAULTS[k];
     else if (LORA_KEYS.includes(k)) keep = s.finetune !== 'full' && v !== defaultOf(s, k);
+    else if (QLORA_KEYS.includes(k)) keep = s.finetune === 'qlora' && v !== defaultOf(s, k);
     else if (CHUNK_KEYS.includes(k)) keep = s.loss === 'chunked' && v !== '';
     else keep = v !== defaultOf(s, k);
     if (!keep || v === '' || v === null || v === undefined) continue;
@@ -452,25 +518,31 @@ export function fromQuery(search, { models, gpus }) {
   if (state.model === 'custom' && get('model.activation') === undefined)
     state['model.activation'] = defaultOf(state, 'model.activation');
 
-  // The framework before the rest: its profile gives precision, loss ... (and the LoRA targets) their defaults.
-  if (get('framework') !== undefined) {
-    const fw = readScalar('framework', get('framework'), bad);
-    if (fw !== undefined) {
-      const s = applyProfile({ ...state, framework: fw });
-      Object.assign(state, s, { targets: defaultOf(s, 'targets') });
-    }
+  // The framework and its version before the rest: their profile gives precision, loss ... (and the LoRA targets)
+  // their defaults.
+  const fw = get('framework') === undefined ? undefined : readScalar('framework', get('framework'), bad);
+  const fv = get('framework_version') === undefined ? undefined : readScalar('framework_version', get('framework_version'), bad);
+  if (fw !== undefined || fv !== undefined) {
+    const s = applyProfile({ ...state, framework: fw ?? state.framework, framework_version: fv ?? '' });
+    Object.assign(state, s, { targets: defaultOf(s, 'targets') });
   }
   for (const key of PARAM_ORDER) {
-    if (key === 'model' || key === 'hf' || key === 'framework' || key.startsWith('model.')) continue;
+    if (key === 'model' || key === 'hf' || key === 'framework' || key === 'framework_version' || key.startsWith('model.'))
+      continue;
     const text = get(key);
     if (text === undefined) continue;
     const v = readScalar(key, text, bad, { models, gpus });
     if (v !== undefined) state[key] = v;
   }
-  if (get('zero') === undefined) state.zero = defaultZero(state.strategy);
+  if (!unused('zero')) state.zero = defaultZero(state.strategy);
+  for (const k of FOLLOWERS) if (!unused(k)) state[k] = defaultOf(state, k);
   if (state.finetune === 'full') {
     for (const k of LORA_KEYS)
       if (unused(k)) { report(k, 'only used with finetune=lora or qlora; ignored'); state[k] = defaultOf(state, k); }
+  }
+  if (state.finetune !== 'qlora') {
+    for (const k of QLORA_KEYS)
+      if (unused(k)) { report(k, 'only used with finetune=qlora; ignored'); state[k] = DEFAULTS[k]; }
   }
   if (state.loss !== 'chunked') {
     for (const k of CHUNK_KEYS)
@@ -519,6 +591,13 @@ function readScalar(key, text, bad, ids = {}) {
     const v = /^0(\.[0-9]{1,12})?$/.test(text) ? Number(text) : NaN;
     if (v >= 0 && v < 1) return v;
     bad(key, 'must be a number from 0 to below 1');
+    return undefined;
+  }
+  if (key === 'framework_version' || key === 'backend_version') {
+    if (RELEASE.test(text)) return text;
+    bad(key, key === 'framework_version'
+      ? `must be a release ("0.2.1") or a date ("2024-05-20") of at most ${VERSION_CHARS} characters`
+      : `must be a release ("0.41.1") of at most ${VERSION_CHARS} characters`);
     return undefined;
   }
   if (key === 'targets') {

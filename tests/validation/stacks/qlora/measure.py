@@ -165,7 +165,10 @@ def case_config(case, bnb_version):
     if case["method"] == "qlora":
         ft["double_quant"] = case["double_quant"]
         ft["backend"] = "bitsandbytes"
-        ft["backend_version"] = bnb_version if not case["save_A"] else "0.43.1"
+        # save_A emulates an old release: 0.40.2 is the last that kept A and honoured bnb_4bit_compute_dtype for
+        # fp32/bf16 inputs; 0.41.0-0.43.1 kept A but computed in the input's dtype (fp32 here)
+        ft["backend_version"] = bnb_version if not case["save_A"] else (
+            "0.40.2" if case["compute_dtype"] == "bf16" else "0.43.1")
     cfg["finetune"] = ft
     cfg["model"] = {"hf_config": dict(HF)}
     return cfg
