@@ -73,15 +73,23 @@ std::vector<std::string> attention_input_names(const Architecture& a) {
 // Projections reading the layer's normalised input: q, k, v (one when fused); MLA's q_a (or q) and kv_a.
 double attention_projections(const Architecture& a) { return is_mla(a) ? 2 : a.family->qkv ? 1 : 3; }
 double mlp_projections(const Architecture& a) { return gated(a) && !a.family->fused_gate_up ? 2 : 1; }
-bool attention_inputs_saved(const Config& c) {
-    return base_weights_need_grad(c) || targeted(c, attention_input_names(c.model));
+// PEFT's fp32 adapters over 16-bit compute (peft/tuners/lora/layer.py Linear.forward): each adapter casts its
+// input for lora_A (to fp32, then under autocast back to a 16-bit copy of its own) and saves that copy; the
+// frozen base projection saves no input, so the projection's own input is not kept for it.
+bool adapters_copy_input(const Config& c) {
+    return !base_weights_need_grad(c) && c.adapter_dtype == AdapterDtype::fp32 && compute_element_bytes(c) < 4 &&
+           !(c.strategy == Strategy::fsdp && mixed(c));
 }
+bool input_saved_for(const Config& c, const std::vector<std::string>& names) {
+    return base_weights_need_grad(c) || (!adapters_copy_input(c) && targeted(c, names));
+}
+bool attention_inputs_saved(const Config& c) { return input_saved_for(c, attention_input_names(c.model)); }
 bool mlp_inputs_saved(const Config& c) {
     const Family& f = *c.model.family;
-    return base_weights_need_grad(c) || targeted(c, {f.up, f.gate ? f.gate : f.up});
+    return input_saved_for(c, {f.up, f.gate ? f.gate : f.up});
 }
-bool out_proj_input_saved(const Config& c) { return base_weights_need_grad(c) || targeted(c, {c.model.family->o}); }
-bool down_proj_input_saved(const Config& c) { return base_weights_need_grad(c) || targeted(c, {c.model.family->down}); }
+bool out_proj_input_saved(const Config& c) { return input_saved_for(c, {c.model.family->o}); }
+bool down_proj_input_saved(const Config& c) { return input_saved_for(c, {c.model.family->down}); }
 
 // A norm over `elements` values in `rows` rows, its input `in_bytes` wide: what it saves. RMSNorm
 // (modeling_llama.py LlamaRMSNorm): the fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back for the
@@ -116,8 +124,9 @@ double norm_output_bytes(const Config& c, double projections) {
     return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
 }
 
-// LoRA's A projections keep their output for B's weight gradient: fp32 with PEFT's fp32 adapters (which also
-// keep an fp32 copy of a 16-bit input), else in the compute dtype beside the input the layer saves anyway.
+// LoRA's A projections keep their output for B's weight gradient, in the adapters' dtype, beside the input the
+// layer saves anyway; PEFT's fp32 adapters over 16-bit compute keep their own copy of the input instead (fp32,
+// or under autocast a 16-bit cast with a 16-bit A output), measured in tests/validation/stacks/qlora.
 // With adapter dropout each adapter module keeps its mask, and its dropped input takes the place of the
 // input, except at the output projection, whose input (the attention output) attention saves anyway.
 // LitGPT's fused qkv adapter is one module.
@@ -127,14 +136,16 @@ double lora_adapter_bytes(const Config& c) {
     const double n = tokens(c), e = compute_element_bytes(c);
     // FSDP's MixedPrecision casts every unit's parameters, adapters included, to the compute dtype.
     const bool fp32 = c.adapter_dtype == AdapterDtype::fp32 && !(c.strategy == Strategy::fsdp && mixed(c));
+    const bool copies = adapters_copy_input(c);
+    const double copy_bytes = autocast(c) ? e : 4;  // autocast's 16-bit cast of the fp32 copy, else the fp32 copy
     bool fused_qkv_counted = false;
     for (const Linear& l : adapter_linears(c.model))
         if (targeted(c, {l.name})) {
-            double one = fp32 ? 4 * n * double(c.finetune.rank) + (e < 4 ? 4 * n * double(l.in) : 0) : e * n * double(c.finetune.rank);
+            double one = copies ? copy_bytes * n * (double(l.in) + double(c.finetune.rank)) : (fp32 ? 4 : e) * n * double(c.finetune.rank);
             const Family& f = *c.model.family;
             const bool in_fused_qkv = f.qkv && f.q && (l.name == f.q || l.name == f.k || l.name == f.v);
             if (c.finetune.dropout > 0 && !(in_fused_qkv && fused_qkv_counted))
-                one += n * double(l.in) * (dropout_mask_element_bytes(c) + (l.name == c.model.family->o ? e : 0));
+                one += n * double(l.in) * (dropout_mask_element_bytes(c) + (l.name == c.model.family->o && !copies ? e : 0));
             // LitGPT's LoRAQKVLinear pads a partial q/k/v update with index_copy_, which keeps the unpadded
             // adapter output (lora.py zero_pad) unless all three parts are adapted.
             if (in_fused_qkv && !targeted(c, {f.q}) + !targeted(c, {f.k}) + !targeted(c, {f.v}) > 0)
@@ -262,8 +273,36 @@ double mlp_core_bytes(const Config& c, double nf, double e) {
     return bytes;
 }
 
+// bitsandbytes' Linear4bit returns its output in its input's dtype (nn/modules.py: out.to(inp_dtype)), and
+// PEFT's prepare_model_for_kbit_training leaves fp32 norms, so under autocast the 4-bit projections' outputs
+// and the MLP activations after them are fp32 (measured, tests/validation/stacks/qlora).
+double mlp_element_bytes(const Config& c) {
+    const bool fp32_outputs = c.finetune.method == FinetuneMethod::qlora &&
+                              c.finetune.backend == QuantBackend::bitsandbytes && autocast(c);
+    return fp32_outputs ? 4 : compute_element_bytes(c);
+}
+
+// bitsandbytes before 0.43.2 (autograd/_functions.py MatMul4Bit, ctx.tensors = (A, B) until PR #1270) keeps
+// each 4-bit projection's input. Up to 0.40 the input is first cast to the compute dtype (taken as 16-bit), a
+// copy per projection when it differs; from 0.41 the compute dtype follows an fp32 or bf16 input, so the
+// inputs themselves are kept. ctx.tensors escapes non-reentrant checkpointing; PEFT's
+// prepare_model_for_kbit_training checkpoints reentrantly, which drops it (measured, stacks/qlora).
+double bitsandbytes_kept_input_bytes(const Config& c) {
+    if (c.finetune.method != FinetuneMethod::qlora || c.finetune.backend != QuantBackend::bitsandbytes ||
+        c.finetune.backend_version.empty() || compare_releases(c.finetune.backend_version, "0.43.2") >= 0)
+        return 0;
+    const Architecture& a = c.model;
+    const double n = tokens(c), e = compute_element_bytes(c), h = double(a.hidden), f = double(a.ffn);
+    const double x = residual_element_bytes(c);  // the norms' outputs: fp32 under autocast
+    if (compare_releases(c.finetune.backend_version, "0.41") < 0 && x != e)
+        return e * n * (h * (attention_projections(a) + mlp_projections(a)) + f);
+    // Inputs the layer saves anyway (a trainable or adapted projection's own input) are not kept twice.
+    return n * ((attention_inputs_saved(c) ? 0 : x * h) + (mlp_inputs_saved(c) ? 0 : x * h) +
+                (down_proj_input_saved(c) ? 0 : mlp_element_bytes(c) * f));
+}
+
 double dense_mlp_bytes(const Config& c) {
-    double bytes = mlp_core_bytes(c, tokens(c) * double(c.model.ffn), compute_element_bytes(c));
+    double bytes = mlp_core_bytes(c, tokens(c) * double(c.model.ffn), mlp_element_bytes(c));
     if (residual_dropout(c)) bytes += tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c);
     return bytes;
 }
@@ -340,7 +379,8 @@ double layer_activation_bytes(const Config& c) {
     if (c.strategy == Strategy::megatron) return megatron_layer_bytes(c);
     if (c.checkpointing == Checkpointing::selective_op) return op_selective_layer_bytes(c);
     if (c.tp > 1) return dtensor_parallel_layer_bytes(c);
-    return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c);
+    return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c) +
+           bitsandbytes_kept_input_bytes(c);
 }
 
 double activations_bytes(const Config& c) {
@@ -528,9 +568,10 @@ double layer_output_gradient_bytes(const Config& c) {
     return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) / double(c.tp);
 }
 
-// Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again.
+// Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again (4-bit weights are
+// dequantized one projection at a time instead, a transient like any other).
 double recast_layer_weight_bytes(const Config& c) {
-    if (!autocast(c)) return 0;
+    if (!autocast(c) || c.finetune.method == FinetuneMethod::qlora) return 0;
     return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
 }
 

@@ -57,7 +57,7 @@ std::vector<Phase> stage_phases(const Config& c) {
 
     // The output projection's backward once the loss's is done (only where its chunks' gradients are summed).
     Terms head_backward = loss;
-    head_backward.logits = 0;
+    head_backward.logits = logits_step_bytes(c);
     head_backward.temporaries += chunked_head_gradient_bytes(c);
 
     // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
@@ -73,7 +73,7 @@ std::vector<Phase> stage_phases(const Config& c) {
     const double grad_per_param = trains_all_weights(c) ? grads / trainable_stage_params(c) : 0;
     const double head_grads = holds_head(c) ? grad_per_param * double(c.model.vocab * c.model.hidden) / double(c.tp) : 0;
     Terms mlp_backward = loss;
-    mlp_backward.logits = 0;
+    mlp_backward.logits = logits_step_bytes(c);  // what the training loop keeps (LitGPT's `logits`)
     mlp_backward.activations = loss.activations - final_norm_activation_bytes(c) + recomputed +
                                layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
     mlp_backward.gradients =
