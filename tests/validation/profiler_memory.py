@@ -316,3 +316,25 @@ def print_groups(P, groups, widths=(9, 34, 28)):
         if len(sizes) > 6:
             sz += ", ..."
         P("  %10d x%-3d %-*s %-*s %-*s %s" % (nb, cnt, wp, key[0], wn, key[1][:wn], wo, key[2][:wo], sz))
+
+
+def merge_results(out_path, trace_path, lines, traces, names, sep):
+    """--merge: replace in the existing JSONL and trace files only the cases just run, in the order of `names`.
+
+    Each trace block starts with `sep` and a line whose second word is the case name."""
+    import json
+    import os
+    old_l, old_t = {}, {}
+    if os.path.exists(out_path):
+        for ln in open(out_path):
+            if ln.strip():
+                old_l[json.loads(ln)["name"]] = ln.strip()
+    if os.path.exists(trace_path):
+        for blk in open(trace_path).read().split(sep + "\n")[1:]:
+            old_t[blk.split()[1]] = sep + "\n" + blk.rstrip("\n")
+    for ln in lines:
+        old_l[json.loads(ln)["name"]] = ln
+    for t in traces:
+        old_t[t.split("\n")[1].split()[1]] = t
+    key = lambda n: names.index(n) if n in names else len(names)  # noqa: E731
+    return ([old_l[n] for n in sorted(old_l, key=key)], [old_t[n] for n in sorted(old_t, key=key)])

@@ -56,7 +56,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # for profiler_memory
 from profiler_memory import (  # noqa: E402
-    alloc_nodes as _alloc_nodes, live_tensor_bytes as _live_tensor_bytes, step_window)
+    alloc_nodes as _alloc_nodes, live_tensor_bytes as _live_tensor_bytes, step_window, merge_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORLD = 2
@@ -700,21 +700,7 @@ def table(path):
 
 
 def merge(args, lines, traces):
-    names = [c["name"] for c in CASES]
-    old_l, old_t = {}, {}
-    if os.path.exists(args.out):
-        for ln in open(args.out):
-            if ln.strip():
-                old_l[json.loads(ln)["name"]] = ln.strip()
-    if os.path.exists(args.trace_out):
-        for blk in open(args.trace_out).read().split(SEP + "\n")[1:]:
-            old_t[blk.split()[1]] = SEP + "\n" + blk.rstrip("\n")
-    for ln in lines:
-        old_l[json.loads(ln)["name"]] = ln
-    for t in traces:
-        old_t[t.split("\n")[1].split()[1]] = t
-    key = lambda n: names.index(n) if n in names else len(names)  # noqa: E731
-    return ([old_l[n] for n in sorted(old_l, key=key)], [old_t[n] for n in sorted(old_t, key=key)])
+    return merge_results(args.out, args.trace_out, lines, traces, [c["name"] for c in CASES], SEP)
 
 
 def main():
