@@ -408,8 +408,10 @@ double activations_bytes(const Config& c) {
     if (holds_head(c)) {
         // Final norm (its input is the last layer's output) and lm_head's input.
         bytes += final_norm_activation_bytes(c);
-        if (c.checkpointing == Checkpointing::full || c.checkpointing == Checkpointing::selective_op)
-            bytes += x * nh;  // the last checkpointed layer's output
+        // The last checkpointed layer's output (a norm computing in the input's dtype saves it already).
+        if ((c.checkpointing == Checkpointing::full || c.checkpointing == Checkpointing::selective_op) &&
+            a.family->norm_compute != NormCompute::input_dtype)
+            bytes += x * nh;
         if (c.loss == Loss::chunked && c.framework->chunked_output_projection && trains_all_weights(c))
             bytes += nh * compute_element_bytes(c);  // each chunk's contiguous input copy
         // A LoRA adapter on the output projection keeps its input and its rank-sized output.
@@ -531,10 +533,13 @@ double logits_step_bytes(const Config& c) {
 }
 
 // The final norm (on sequence shards under sequence parallelism) and lm_head's input (whole: all-gathered).
+// They sit outside the layers' FSDP units: frozen under LoRA whatever the layers' units do.
 double final_norm_activation_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
-    return single_norm_bytes(c) / (c.sequence_parallel ? double(c.tp) : 1) +
-           (base_weights_need_grad(c) ? norm_output_bytes(c, 1) : 0);
+    Config head = c;
+    head.fsdp_wrap = FsdpWrap::adapters_apart;
+    return single_norm_bytes(head) / (c.sequence_parallel ? double(c.tp) : 1) +
+           (base_weights_need_grad(head) ? norm_output_bytes(head, 1) : 0);
 }
 
 namespace {

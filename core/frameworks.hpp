@@ -59,6 +59,9 @@ struct FrameworkProfile {
     // compute dtype (accelerate's): FSDP 2 then accumulates unsharded gradients in fp32.
     bool fsdp_reduce_fp32;
     FsdpLayout fsdp_layout;
+    // The loss is computed inside the FSDP-wrapped model (transformers' labels path): FSDP's pre-backward hook on
+    // its output prefetches the last layer before the loss's backward. Elsewhere the model returns the logits.
+    bool loss_in_model;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

@@ -342,7 +342,10 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // unit, resharded after forward, and keeps only the [norm, output] unit and no layer unsharded at the end of
     // forward (measured, tests/validation/stacks/torchtitan).
     const bool head_unit = c.strategy == Strategy::fsdp && c.framework->fsdp_layout == FsdpLayout::head_unit_kept;
-    double params = (in_backward ? 2 : head_unit ? 0 : 1) * double(layer_params(c.model));
+    // Before backward, the last layer is unsharded only once FSDP prefetched it, i.e. when the loss is the wrapped
+    // model's output (measured: tests/validation/stacks/fsdp with, litgpt2023 and torchtitan without).
+    const bool prefetched = !head_unit && (c.strategy != Strategy::fsdp || c.framework->loss_in_model);
+    double params = (in_backward ? 2 : prefetched ? 1 : 0) * double(layer_params(c.model));
     if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
     // With pipeline stages torchtitan keeps every layer of the stage unsharded from its first micro-batch's
     // forward to the end of backward, to all-gather once per step (parallelize_llama.py apply_fsdp:
