@@ -80,42 +80,52 @@ bool adapters_copy_input(const Config& c) {
     return !base_weights_need_grad(c) && c.adapter_dtype == AdapterDtype::fp32 && compute_element_bytes(c) < 4 &&
            !(c.strategy == Strategy::fsdp && mixed(c));
 }
-bool input_saved_for(const Config& c, const std::vector<std::string>& names) {
-    return base_weights_need_grad(c) || (!adapters_copy_input(c) && targeted(c, names));
+// (Each tests the cheap conditions first: the name lists allocate, and estimates run in loops.)
+bool adapted_input_saved(const Config& c) { return !base_weights_need_grad(c) && !adapters_copy_input(c); }
+bool attention_inputs_saved(const Config& c) {
+    return base_weights_need_grad(c) || (adapted_input_saved(c) && targeted(c, attention_input_names(c.model)));
 }
-bool attention_inputs_saved(const Config& c) { return input_saved_for(c, attention_input_names(c.model)); }
 bool mlp_inputs_saved(const Config& c) {
     const Family& f = *c.model.family;
-    return input_saved_for(c, {f.up, f.gate ? f.gate : f.up});
+    return base_weights_need_grad(c) || (adapted_input_saved(c) && targeted(c, {f.up, f.gate ? f.gate : f.up}));
 }
-bool out_proj_input_saved(const Config& c) { return input_saved_for(c, {c.model.family->o}); }
-bool down_proj_input_saved(const Config& c) { return input_saved_for(c, {c.model.family->down}); }
+bool out_proj_input_saved(const Config& c) {
+    return base_weights_need_grad(c) || (adapted_input_saved(c) && targeted(c, {c.model.family->o}));
+}
+bool down_proj_input_saved(const Config& c) {
+    return base_weights_need_grad(c) || (adapted_input_saved(c) && targeted(c, {c.model.family->down}));
+}
 
 // A norm over `elements` values in `rows` rows, its input `in_bytes` wide: what it saves. RMSNorm
 // (modeling_llama.py LlamaRMSNorm): the fp32 input (or its fp32 copy), rsqrt, and x*rsqrt cast back for the
 // weight multiply when the weight trains; torch 1.13's MeanBackward also keeps the fp32 pow(2) output.
 // LayerNorm (native_layer_norm): its input (fp32 under autocast), mean and rstd.
-double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
+// `weight_trains`: the norm's weight needs a gradient.
+double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes, bool weight_trains) {
     const NormCompute compute = c.model.family->norm_compute;
     if (compute == NormCompute::fp32_weight && c.model.norm == Norm::rmsnorm)  // fp32 input, normalised input, rsqrt
-        return 4 * elements + 4 * rows + (base_weights_need_grad(c) ? 4 * elements : 0);
+        return 4 * elements + 4 * rows + (weight_trains ? 4 * elements : 0);
     if (compute == NormCompute::input_dtype && c.model.norm == Norm::rmsnorm)  // input, rsqrt, normalised input
-        return in_bytes * (elements + rows) + (base_weights_need_grad(c) ? in_bytes * elements : 0);
+        return in_bytes * (elements + rows) + (weight_trains ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm && (*c.model.family).python_layernorm)  // CohereLayerNorm
-        return 8 * elements + 4 * rows + (base_weights_need_grad(c) ? in_bytes * elements : 0);
+        return 8 * elements + 4 * rows + (weight_trains ? in_bytes * elements : 0);
     if (c.model.norm == Norm::layernorm) {
         const bool half = c.precision == Precision::bf16_true || c.precision == Precision::fp16_true;
         return (c.model.norm_weight ? in_bytes : 4) * elements + 2 * rows * (half ? 2 : 4);
     }
     double bytes = 4 * elements + 4 * rows;
     if (c.torch == TorchVersion::v1_13) bytes += 4 * elements;
-    if (base_weights_need_grad(c)) bytes += in_bytes * elements;
+    if (weight_trains) bytes += in_bytes * elements;
     return bytes;
 }
-
-double single_norm_bytes(const Config& c) {
-    return norm_saved_bytes(c, tokens(c) * double(c.model.hidden), tokens(c), residual_element_bytes(c));
+double norm_saved_bytes(const Config& c, double elements, double rows, double in_bytes) {
+    return norm_saved_bytes(c, elements, rows, in_bytes, base_weights_need_grad(c));
 }
+
+double single_norm_bytes(const Config& c, bool weight_trains) {
+    return norm_saved_bytes(c, tokens(c) * double(c.model.hidden), tokens(c), residual_element_bytes(c), weight_trains);
+}
+double single_norm_bytes(const Config& c) { return single_norm_bytes(c, base_weights_need_grad(c)); }
 
 // A norm's output as its projections save it: one shared tensor, or under autocast one 16-bit cast
 // per projection (autocast caches casts of leaf weights only).
@@ -536,10 +546,8 @@ double logits_step_bytes(const Config& c) {
 // They sit outside the layers' FSDP units: frozen under LoRA whatever the layers' units do.
 double final_norm_activation_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
-    Config head = c;
-    head.fsdp_wrap = FsdpWrap::adapters_apart;
-    return single_norm_bytes(head) / (c.sequence_parallel ? double(c.tp) : 1) +
-           (base_weights_need_grad(head) ? norm_output_bytes(head, 1) : 0);
+    const bool trains = trains_all_weights(c);
+    return single_norm_bytes(c, trains) / (c.sequence_parallel ? double(c.tp) : 1) + (trains ? norm_output_bytes(c, 1) : 0);
 }
 
 namespace {

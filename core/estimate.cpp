@@ -63,11 +63,12 @@ std::vector<Phase> stage_phases(const Config& c) {
     // Backward through the last layer, once the loss and the final norm are done: first its MLP, then its
     // attention with the MLP half freed. Checkpointing recomputes the last layer (full) or its attention
     // scores (selective) first.
-    double recomputed = 0;
+    double recomputed = 0, whole_layer = layer_activation_bytes(c);  // whole_layer: as saved without checkpointing
     if (c.checkpointing != Checkpointing::none) {
         Config inner = c;
         inner.checkpointing = Checkpointing::none;
-        recomputed = layer_activation_bytes(inner) - (recompute ? 0 : layer_activation_bytes(c));
+        recomputed = layer_activation_bytes(inner) - (recompute ? 0 : whole_layer);
+        whole_layer = layer_activation_bytes(inner);
     }
     // Bytes of gradient per trainable parameter, for the gradients backward has produced so far.
     const double grad_per_param = trains_all_weights(c) ? grads / trainable_stage_params(c) : 0;
@@ -106,14 +107,12 @@ std::vector<Phase> stage_phases(const Config& c) {
     // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
     Terms first_layer = mlp_backward;
     if (c.strategy != Strategy::megatron) {
-        Config inner = c;
-        inner.checkpointing = Checkpointing::none;
         const double own = trains_all_weights(c) ? double(layer_params(c.model)) / double(c.tp) +
                                                        (holds_embedding(c) ? double(embedding_params(c.model)) / double(c.tp) : 0)
                                                  : trainable_stage_params(c) / double(layers_on_stage(c));
         const double done = std::max(0.0, 1 - own / trainable_stage_params(c));
         first_layer.gradients = std::max(carried_grads, grads * done);
-        first_layer.activations = layer_activation_bytes(inner) + layer_output_gradient_bytes(c);
+        first_layer.activations = whole_layer + layer_output_gradient_bytes(c);
         if (c.optimizer_in_backward) first_layer.gradients = 0;
     }
     const Terms* late_backward = head_backward.sum() > backward.sum() ? &head_backward : &backward;
