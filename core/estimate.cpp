@@ -79,19 +79,33 @@ std::vector<Phase> stage_phases(const Config& c) {
                                layer_output_gradient_bytes(c) - mlp_freed_before_backward_bytes(c);
     mlp_backward.gradients =
         std::max(carried_grads, head_grads + grad_per_param * double(down_projection_params(c.model)) / double(c.tp));
-    mlp_backward.temporaries += backward_gathered + reduce_scatter_bytes(c) + mlp_backward_transient_bytes(c) +
+    // FSDP's unsharded gradients in the layer's backward: a unit's worth where each micro-batch reduce-scatters
+    // (the previous unit's still in flight), else the unit's own produced so far, down_proj's by the MLP's
+    // backward (measured: stacks/fsdp, stacks/torchtitan; stacks/litgpt2023 accumulating under no_sync).
+    const double unit_grads = reduce_scatter_bytes(c);
+    const double down_share = std::min(1.0, down_projection_params(c.model) / double(layer_params(c.model)));
+    const double mlp_unit_grads = c.grad_accum == 1 ? unit_grads : unit_grads * down_share;
+    mlp_backward.temporaries += backward_gathered + mlp_unit_grads + mlp_backward_transient_bytes(c) +
                                 (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;
     attention_backward.activations -= mlp_half_activation_bytes(c) - mlp_freed_before_backward_bytes(c);
     attention_backward.gradients =
         std::max(carried_grads, head_grads + grad_per_param * double(mlp_params(c.model)) / double(c.tp));
-    attention_backward.temporaries = loss.temporaries + backward_gathered + reduce_scatter_bytes(c) +
+    attention_backward.temporaries = loss.temporaries + backward_gathered + unit_grads +
                                      attention_backward_transient_bytes(c) + ring_attention_bytes(c) +
                                      (recompute ? recast_layer_weight_bytes(c) : 0);
     if (c.optimizer_in_backward)  // gradients never accumulate: one parameter is stepped at a time
         for (Terms* t : {&mlp_backward, &attention_backward})
             t->gradients = 0, t->temporaries += in_backward_step_bytes(c);
-    const Terms& backward = mlp_backward.sum() >= attention_backward.sum() ? mlp_backward : attention_backward;
+    // The end of the unit's backward: its gradients and their flat copy for the reduce-scatter (FSDP 1 flattens
+    // them into the accumulated or reduced flat gradient), the layer's own activations gone.
+    Terms unit_end = attention_backward;
+    unit_end.activations = loss.activations - final_norm_activation_bytes(c) - layer_activation_bytes(c) +
+                           layer_output_gradient_bytes(c);
+    unit_end.temporaries = loss.temporaries + backward_gathered + 2 * unit_grads;
+    const Terms* layer_moments[] = {&mlp_backward, &attention_backward, &unit_end};
+    const Terms& backward = **std::max_element(std::begin(layer_moments), std::end(layer_moments),
+                                               [](const Terms* a, const Terms* b) { return a->sum() < b->sum(); });
 
     // The optimizer step: all gradients (and DeepSpeed's fp32 partition), the implementation's temporaries.
     Terms step = resident(c);
