@@ -72,6 +72,9 @@ def main():
     ap.add_argument("--configs", default=os.path.join(HERE, "configs.jsonl"))
     ap.add_argument("--rows", default=os.path.join(HERE, "rows.jsonl"))
     ap.add_argument("--markdown", action="store_true", help="print Markdown tables (as in EVALUATION.md)")
+    ap.add_argument("--check-fits", action="store_true",
+                    help="only estimate the runs that really ran (fits rows, rows with unmodelled optimisations); "
+                         "exit 1 if any is estimated not to fit (the ctest published_runs_fit)")
     args = ap.parse_args()
     cli = find_cli(args.cli)
 
@@ -90,6 +93,17 @@ def main():
     unknown = [e["id"] for e in entries if e["id"] not in rows]
 
     results, fits_results, bounds, excluded, failures = [], [], [], [], []
+    if args.check_fits:
+        ran = [e for e in entries if "config" in e and (rows.get(e["id"], {}).get("kind") == "fits" or "unmodelled" in e)]
+        bad = []
+        for e in ran:
+            est = estimate(cli, e["config"])
+            print("%-46s %7.2f of %7.2f GiB  %s" % (e["id"], est["total_bytes"] / GIB, est["gpu"]["capacity_bytes"] / GIB,
+                                                   "fits" if est["fits"] else "DOES NOT FIT"))
+            if not est["fits"]:
+                bad.append(e["id"])
+        print("%d runs that ran, %d estimated not to fit" % (len(ran), len(bad)))
+        return 1 if bad or not ran else 0
     for e in entries:
         row = rows.get(e["id"], {})
         if "excluded" in e:
