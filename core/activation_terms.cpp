@@ -297,10 +297,13 @@ double mlp_element_bytes(const Config& c) {
 // copy per projection when it differs; from 0.41 the compute dtype follows an fp32 or bf16 input, so the
 // inputs themselves are kept. ctx.tensors escapes non-reentrant checkpointing; PEFT's
 // prepare_model_for_kbit_training checkpoints reentrantly, which drops it (measured, stacks/qlora).
+bool bitsandbytes_keeps_inputs(const Config& c) {
+    return c.finetune.method == FinetuneMethod::qlora && c.finetune.backend == QuantBackend::bitsandbytes &&
+           !c.finetune.backend_version.empty() && compare_releases(c.finetune.backend_version, "0.43.2") < 0;
+}
+
 double bitsandbytes_kept_input_bytes(const Config& c) {
-    if (c.finetune.method != FinetuneMethod::qlora || c.finetune.backend != QuantBackend::bitsandbytes ||
-        c.finetune.backend_version.empty() || compare_releases(c.finetune.backend_version, "0.43.2") >= 0)
-        return 0;
+    if (!bitsandbytes_keeps_inputs(c)) return 0;
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c), h = double(a.hidden), f = double(a.ffn);
     const double x = residual_element_bytes(c);  // the norms' outputs: fp32 under autocast
@@ -429,6 +432,9 @@ double activations_bytes(const Config& c) {
             bytes += nh * compute_element_bytes(c) +
                      tokens(c) * double(c.finetune.rank) * (c.adapter_dtype == AdapterDtype::fp32 ? 4 : compute_element_bytes(c)) +
                      (c.finetune.dropout > 0 ? nh * dropout_mask_element_bytes(c) : 0);
+        // A 4-bit lm_head of bitsandbytes before 0.43.2 keeps its input too.
+        if (bitsandbytes_keeps_inputs(c) && c.finetune.quantize_lm_head && !base_weights_need_grad(c))
+            bytes += nh * compute_element_bytes(c);
         // Router logits kept for the auxiliary loss: every MoE layer's, fp32, until the loss.
         if (a.router_logits_kept) bytes += double(moe_layers(a)) * tokens(c) * double(a.experts) * 4;
     }
@@ -534,6 +540,24 @@ double logits_backward_peak_bytes(const Config& c) {
     const double nv = logits_elements(c);
     return moment_bytes(c, logits_path(c).backward) + (c.model.final_softcap > 0 ? compute_element_bytes(c) * nv : 0) +
            loss_parallel_backward_bytes(c);
+}
+
+// MatMul4Bit's kept inputs live in a plain ctx attribute as long as the autograd graph: a loop that keeps the
+// previous step's outputs (LitGPT's `logits`, lit-gpt's `loss`) keeps that step's kept inputs into the next
+// forward (measured, tests/validation/stacks/litgpt2023).
+double previous_step_kept_input_bytes(const Config& c) {
+    const LogitsMoment& kept = logits_path(c).step;
+    if (!bitsandbytes_keeps_inputs(c) || kept.half + kept.upcast + kept.fp32 + kept.per_chunk == 0) return 0;
+    return double(layers_on_stage(c)) * bitsandbytes_kept_input_bytes(c) +
+           (c.finetune.quantize_lm_head && holds_head(c) ? tokens(c) * double(c.model.hidden) * compute_element_bytes(c) : 0);
+}
+
+// A 4-bit lm_head is dequantized for its matmul at the end of forward (autograd/_functions.py MatMul4Bit):
+// before 0.43.2 to the quantization state's dtype (fp16 as Fabric quantizes) and then cast to the input's, two
+// copies (measured, stacks/litgpt2023); later releases dequantize to the input's dtype.
+double dequantized_head_bytes(const Config& c) {
+    if (c.finetune.method != FinetuneMethod::qlora || !c.finetune.quantize_lm_head || !holds_head(c)) return 0;
+    return (bitsandbytes_keeps_inputs(c) ? 2 : 1) * double(lm_head_params(c.model)) * compute_element_bytes(c) / double(c.tp);
 }
 
 // Logits a training loop keeps alive through the optimizer step (LitGPT's `logits` variable).

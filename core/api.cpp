@@ -79,7 +79,9 @@ ApiResult sweep_json(const std::string& request_json) {
         errors.push_back({"", "the grid is larger than 10000 points"});
     if (!errors.empty()) return failure(errors);
     json peak = json::array(), total = json::array();
-    const json base = config_to_json(p.config);
+    // Each point from the request's own configuration, so that defaults derived from the shape (LitGPT's loss
+    // chunks) follow the point, as a single estimate of it would.
+    const json base = request.contains("config") ? request["config"] : json::object();
     for (std::uint64_t s : seqs) {
         json peak_row = json::array(), total_row = json::array();
         for (std::uint64_t b : batches) {

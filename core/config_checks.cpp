@@ -40,8 +40,12 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     const double per_token = double(a.vocab) * 16 + double(a.layers) * (double(a.heads) * c.seq_len * 16 +
                              64.0 * (a.hidden + width) + 8.0 * (double(a.ffn) + double(expert_ffn(a)) * double(a.experts_per_token) +
                              double(shared_width(a)) + double(a.experts)));
-    if (tokens * per_token > 1e17)
-        err("micro_batch", "micro_batch x seq_len is absurdly large for this model (activations over 10^17 bytes)");
+    // Pipeline stages can hold every micro-batch of the step (GPipe) and a buffer per micro-batch.
+    // Context and tensor parallelism split the per-token terms.
+    const double in_flight = c.pp > 1 ? double(c.grad_accum) : 1;
+    if (tokens * per_token * in_flight / double(c.cp * c.tp) > 1e17)
+        err("micro_batch", std::string("micro_batch x seq_len") + (c.pp > 1 ? " x grad_accum (micro-batches in the pipeline)" : "") +
+                               " is absurdly large for this model (activations over 10^17 bytes)");
     const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
     if (c.strategy == Strategy::single && c.gpus != 1) err("gpus", "strategy \"single\" uses exactly 1 GPU");
     if (c.zero != 0 && !sharded && !(c.strategy == Strategy::megatron && c.zero == 1))

@@ -362,7 +362,8 @@ ParsedConfig parse_config(const json& v) {
     r.choice("torch", c.torch, kTorch);
     r.choice("loss", c.loss, kLoss);
     // LitGPT's chunks are 128-token blocks (lm_head_chunk_size, chunked_cross_entropy's chunk_size).
-    if (profile->loss_chunks == 0) c.loss_chunks = std::max<std::uint64_t>(1, (c.micro_batch * c.seq_len + 127) / 128);
+    if (profile->loss_chunks == 0)
+        c.loss_chunks = std::clamp<std::uint64_t>((c.micro_batch * c.seq_len + 127) / 128, 1, kMaxTokens);
     r.integer("loss_chunks", c.loss_chunks, 1, kMaxTokens);
     c.lm_head_chunks = profile->lm_head_chunks_for_lora && c.finetune.method != FinetuneMethod::full;
     r.boolean("lm_head_chunks", c.lm_head_chunks);

@@ -46,13 +46,14 @@ std::vector<Phase> stage_phases(const Config& c) {
     // mask died with the base model's forward unless checkpointing holds it for recomputation.
     Terms forward = resident(c);
     forward.gradients = carried_grads;
-    forward.activations = activations_bytes(c) + (recompute ? mask : 0);
+    forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_kept_input_bytes(c);
     forward.logits = logits_forward_peak_bytes(c);
-    forward.temporaries += forward_backward_buffers;
+    forward.temporaries += forward_backward_buffers + dequantized_head_bytes(c);
 
     // Start of backward, at log-softmax's backward: the fp32 logits chain at its largest.
     Terms loss = forward;
     loss.activations = activations_bytes(c) + (recompute ? mask : 0);
+    loss.temporaries -= dequantized_head_bytes(c);
     loss.logits = logits_backward_peak_bytes(c);
 
     // The output projection's backward once the loss's is done (only where its chunks' gradients are summed).

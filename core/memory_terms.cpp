@@ -199,11 +199,26 @@ double device_optimizer_states_bytes(const Config& c) {
 }
 }  // namespace
 
-double optimizer_states_bytes(const Config& c) { return paged(c.optimizer) ? 0 : device_optimizer_states_bytes(c); }
+namespace {
+// bitsandbytes pages only the states of tensors of 100,000 elements or more (optim/optimizer.py
+// get_state_buffer: smaller ones get zeros_like on the device): their share of the trainable elements.
+double paged_share(const Config& c) {
+    if (!paged(c.optimizer)) return 0;
+    double large = 0, all = 0;
+    for (const Tensor& t : trainable_tensors(c)) {
+        const double n = double(t.numel()) * double(t.count);
+        all += n;
+        if (t.numel() >= 100000) large += n;
+    }
+    return all > 0 ? large / all : 0;
+}
+}  // namespace
+
+double optimizer_states_bytes(const Config& c) { return device_optimizer_states_bytes(c) * (1 - paged_share(c)); }
 
 // bitsandbytes' paged states (optim/optimizer.py get_state_buffer -> F.get_paged, cudaMallocManaged): on the
 // GPU while resident and evicted to RAM under pressure; torch.cuda.max_memory_allocated does not see them.
-double paged_optimizer_states_bytes(const Config& c) { return paged(c.optimizer) ? device_optimizer_states_bytes(c) : 0; }
+double paged_optimizer_states_bytes(const Config& c) { return device_optimizer_states_bytes(c) * paged_share(c); }
 
 // ---- Transient and fixed costs ----
 

@@ -41,6 +41,8 @@ double attention_mask_bytes(const Config&);         // eager attention's (b, 1, 
 double logits_forward_peak_bytes(const Config&);    // end of forward: logits, fp32 upcast, log-softmax
 double logits_backward_peak_bytes(const Config&);   // log-softmax backward: saved output, gradient, result
 double logits_step_bytes(const Config&);            // kept by the training loop through the optimizer step
+double previous_step_kept_input_bytes(const Config&);  // bitsandbytes < 0.43.2 inputs held by the last step's graph
+double dequantized_head_bytes(const Config&);       // a 4-bit lm_head's dequantized weight, end of forward
 double final_norm_activation_bytes(const Config&);   // final norm and lm_head input
 double mlp_half_activation_bytes(const Config&);     // one layer's second norm and MLP
 double attention_backward_transient_bytes(const Config&);

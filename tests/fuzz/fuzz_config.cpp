@@ -14,8 +14,13 @@
 //     max_micro_batch >= micro_batch when the configuration fits;
 //   * the "config" an estimate echoes is itself a valid configuration that gives the same estimate back
 //     (parse_config(config_to_json(c)) == c, the share-link contract);
-//   * a sweep has a peak <= total at every non-null point of the grid.
+//   * an estimate's suggestions each need no more than the configuration itself, and fit only within the capacity;
+//     fits agrees with the sign of headroom_bytes; pipeline_stage is "first"/"last" exactly when pp > 1;
+//   * a sweep has a peak <= total at every non-null point of the grid, and its first valid point equals the
+//     single estimate of that configuration;
+//   * a DeepSpeed config has positive integer batch sizes.
 // A broken invariant prints what broke and aborts, which libFuzzer reports as a crash.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -113,7 +118,36 @@ void check_estimate(const std::string& input, const vramcalc::ApiResult& r, cons
                               std::int64_t(out["total_bytes"].get<std::uint64_t>()),
                   "headroom_bytes != capacity - total");
     CHECK_OR_FAIL(out["fits"].is_boolean(), "fits must be a boolean");
+    // fits is total <= capacity, taken before rounding: the rounded headroom may be off by one only.
+    const std::int64_t headroom = out["headroom_bytes"].get<std::int64_t>();
+    CHECK_OR_FAIL(out["fits"].get<bool>() ? headroom >= -1 : headroom <= 1, "fits disagrees with headroom_bytes");
+    const double capacity = as_double(gpu["capacity_bytes"]);
+    CHECK_OR_FAIL(out.contains("parameters") && out["parameters"].is_object() && out["parameters"].contains("total") &&
+                      out["parameters"].contains("trainable") && is_bytes(out["parameters"]["total"]) &&
+                      is_bytes(out["parameters"]["trainable"]),
+                  "parameters must hold non-negative integer total and trainable");
+    CHECK_OR_FAIL(out.contains("warnings") && out["warnings"].is_array(), "warnings must be an array");
+    for (const json& w : out["warnings"])
+        CHECK_OR_FAIL(w.is_string() && !w.get_ref<const std::string&>().empty(), "a warning is not a non-empty string");
+    // Suggestions: each a smaller total than the configuration's own, fits consistent with the capacity.
+    CHECK_OR_FAIL(out.contains("suggestions") && out["suggestions"].is_array(), "suggestions must be an array");
+    for (const json& s : out["suggestions"]) {
+        CHECK_OR_FAIL(s.is_object() && s.contains("change") && s["change"].is_string() && s.contains("config") &&
+                          s["config"].is_object() && s.contains("total_bytes") && is_bytes(s["total_bytes"]) &&
+                          s.contains("fits") && s["fits"].is_boolean() && s.contains("why") && s["why"].is_string(),
+                      "malformed suggestion");
+        CHECK_OR_FAIL(as_double(s["total_bytes"]) <= total, "a suggestion needs more memory than the configuration");
+        CHECK_OR_FAIL(!s["fits"].get<bool>() || as_double(s["total_bytes"]) <= capacity + 1,
+                      "a suggestion said to fit exceeds the capacity");
+    }
     const json& cfg = out["config"];
+    // Pipeline parallelism names the stage whose peak is reported; without it there is no stage.
+    const bool pipelined = cfg.is_object() && cfg.contains("pp") && cfg["pp"].is_number_unsigned() &&
+                           cfg["pp"].get<std::uint64_t>() > 1;
+    CHECK_OR_FAIL(pipelined ? out.contains("pipeline_stage") && out["pipeline_stage"].is_string() &&
+                                  (out["pipeline_stage"] == "first" || out["pipeline_stage"] == "last")
+                            : !out.contains("pipeline_stage"),
+                  "pipeline_stage must be \"first\" or \"last\" exactly when pp > 1");
     CHECK_OR_FAIL(cfg.is_object() && cfg.contains("micro_batch") && is_bytes(cfg["micro_batch"]), "config echo");
     if (out["fits"].get<bool>())
         CHECK_OR_FAIL(out["max_micro_batch"].get<std::uint64_t>() >= cfg["micro_batch"].get<std::uint64_t>(),
@@ -140,11 +174,29 @@ void check_sweep(const std::string& input, const vramcalc::ApiResult& r, const j
     for (std::size_t i = 0; i < peak.size(); ++i) {
         CHECK_OR_FAIL(peak[i].size() == out["micro_batch"].size() && total[i].size() == peak[i].size(), "sweep row");
         for (std::size_t j = 0; j < peak[i].size(); ++j) {
+            CHECK_OR_FAIL(peak[i][j].is_null() == total[i][j].is_null(), "a sweep point is null in one grid only");
             if (peak[i][j].is_null()) continue;
             CHECK_OR_FAIL(is_bytes(peak[i][j]) && is_bytes(total[i][j]), "a sweep point is not a byte count");
             CHECK_OR_FAIL(as_double(peak[i][j]) <= as_double(total[i][j]), "sweep peak > total");
         }
     }
+    // The first valid point of the grid is what a single estimate of that configuration gives (the sweep truncates
+    // where the estimate rounds: within 1 byte).
+    const json request = json::parse(input, nullptr, false);
+    if (!request.is_object()) return;
+    json config = request.contains("config") ? request["config"] : json::object();
+    for (std::size_t i = 0; i < peak.size(); ++i)
+        for (std::size_t j = 0; j < peak[i].size(); ++j) {
+            if (peak[i][j].is_null()) continue;
+            config["seq_len"] = out["seq_len"][i], config["micro_batch"] = out["micro_batch"][j];
+            const vramcalc::ApiResult single = vramcalc::estimate_json(config.dump());
+            if (!single.ok) fail("a sweep point is valid but its estimate is rejected", input, single.json);
+            const json one = json::parse(single.json, nullptr, false);
+            if (!close(as_double(one["total_bytes"]), as_double(total[i][j]), 2) ||
+                !close(as_double(one["peak_allocated_bytes"]), as_double(peak[i][j]), 2))
+                fail("a sweep point differs from the estimate of the same configuration", input, single.json);
+            return;
+        }
 }
 
 }  // namespace
@@ -168,7 +220,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     switch (mode) {
         case 'S': check_sweep(input, r, out); break;
-        case 'D': CHECK_OR_FAIL(out.is_object() && out.contains("zero_optimization"), "deepspeed config shape"); break;
+        case 'D':
+            CHECK_OR_FAIL(out.is_object() && out.contains("zero_optimization"), "deepspeed config shape");
+            for (const char* k : {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "train_batch_size"})
+                CHECK_OR_FAIL(out.contains(k) && out[k].is_number_unsigned() && out[k].get<std::uint64_t>() >= 1,
+                              "a DeepSpeed batch size is not a positive integer");
+            break;
         case 'A': CHECK_OR_FAIL(out.is_object() && out.contains("steps") && out.contains("param"), "adamw shape"); break;
         default: check_estimate(input, r, out, true); break;
     }

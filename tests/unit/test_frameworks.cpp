@@ -86,10 +86,16 @@ TEST_CASE("the knobs move the terms they name") {
     CHECK(off.cpu == Approx(phase_bytes(on, "loss", &Terms::activations) - phase_bytes(off, "loss", &Terms::activations)));
     // Paged optimizer states count toward what the GPU holds, not toward max_memory_allocated.
     const MemoryEstimate plain = estimate({{"optimizer", "adamw-8bit"}}), pagedm = estimate({{"optimizer", "paged-adamw-8bit"}});
-    // The paged states are the same 8-bit states, moved out of the allocator's count.
-    CHECK(pagedm.paged_optimizer_states == Approx(phase_bytes(plain, "optimizer_step", &Terms::optimizer_states)));
-    CHECK(phase_bytes(pagedm, "optimizer_step", &Terms::optimizer_states) == 0);
+    // The paged states are the same 8-bit states, moved out of the allocator's count, except those of tensors under
+    // 100,000 elements, which bitsandbytes keeps on the device (get_state_buffer): here the norms' weights.
+    const double device_part = phase_bytes(pagedm, "optimizer_step", &Terms::optimizer_states);
+    CHECK(pagedm.paged_optimizer_states + device_part == Approx(phase_bytes(plain, "optimizer_step", &Terms::optimizer_states)));
+    CHECK(device_part > 0);
+    CHECK(device_part < 0.001 * pagedm.paged_optimizer_states);
     CHECK(pagedm.peak_allocated < plain.peak_allocated);
+    // LoRA's r x h matrices are all smaller: nothing is paged (measured in tests/validation/stacks/litgpt2023).
+    const MemoryEstimate paged_lora = estimate({{"optimizer", "paged-adamw"}, {"finetune", {{"method", "lora"}, {"rank", 8}}}});
+    CHECK(paged_lora.paged_optimizer_states == 0);
 }
 
 TEST_CASE("FSDP 1 units mixing frozen and LoRA weights keep gradients for all of them") {
