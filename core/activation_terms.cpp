@@ -560,6 +560,11 @@ double dequantized_head_bytes(const Config& c) {
     return (bitsandbytes_keeps_inputs(c) ? 2 : 1) * double(lm_head_params(c.model)) * compute_element_bytes(c) / double(c.tp);
 }
 
+// The output projection's 16-bit output as it is written.
+double logits_forward_output_bytes(const Config& c) {
+    return holds_head(c) && c.loss != Loss::fused_linear ? logits_elements(c) * compute_element_bytes(c) : 0;
+}
+
 // Logits a training loop keeps alive through the optimizer step (LitGPT's `logits` variable).
 double logits_step_bytes(const Config& c) {
     if (!holds_head(c) || c.loss == Loss::fused_linear) return 0;

@@ -48,12 +48,16 @@ std::vector<Phase> stage_phases(const Config& c) {
     forward.gradients = carried_grads;
     forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_kept_input_bytes(c);
     forward.logits = logits_forward_peak_bytes(c);
-    forward.temporaries += forward_backward_buffers + dequantized_head_bytes(c);
+    forward.temporaries += forward_backward_buffers;
+    // Inside a 4-bit lm_head's matmul, before the loss: its dequantized weight beside the output being written
+    // (and the loop's logits of the previous step).
+    Terms head_forward = forward;
+    head_forward.logits = logits_step_bytes(c);
+    head_forward.temporaries += dequantized_head_bytes(c) + logits_forward_output_bytes(c);
 
     // Start of backward, at log-softmax's backward: the fp32 logits chain at its largest.
     Terms loss = forward;
     loss.activations = activations_bytes(c) + (recompute ? mask : 0);
-    loss.temporaries -= dequantized_head_bytes(c);
     loss.logits = logits_backward_peak_bytes(c);
 
     // The output projection's backward once the loss's is done (only where its chunks' gradients are summed).
@@ -132,7 +136,8 @@ std::vector<Phase> stage_phases(const Config& c) {
     }
     const Terms* late_backward = head_backward.sum() > backward.sum() ? &head_backward : &backward;
     if (first_layer.sum() > late_backward->sum()) late_backward = &first_layer;
-    return {{"forward", forward}, {"loss", loss}, {"backward", *late_backward}, {"optimizer_step", step}};
+    const Terms& end_of_forward = head_forward.sum() > forward.sum() ? head_forward : forward;
+    return {{"forward", end_of_forward}, {"loss", loss}, {"backward", *late_backward}, {"optimizer_step", step}};
 }
 
 std::size_t largest(const std::vector<Phase>& phases) {

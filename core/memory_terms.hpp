@@ -43,6 +43,7 @@ double logits_backward_peak_bytes(const Config&);   // log-softmax backward: sav
 double logits_step_bytes(const Config&);            // kept by the training loop through the optimizer step
 double previous_step_kept_input_bytes(const Config&);  // bitsandbytes < 0.43.2 inputs held by the last step's graph
 double dequantized_head_bytes(const Config&);       // a 4-bit lm_head's dequantized weight, end of forward
+double logits_forward_output_bytes(const Config&);  // lm_head's 16-bit output as it is written
 double final_norm_activation_bytes(const Config&);   // final norm and lm_head input
 double mlp_half_activation_bytes(const Config&);     // one layer's second norm and MLP
 double attention_backward_transient_bytes(const Config&);
