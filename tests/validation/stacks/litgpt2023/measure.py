@@ -73,6 +73,37 @@ for _mbs in (1, 2, 4):
     CASES.append({"name": "phi_lora_qv_bf16true_fsdp2_mbs%d_s384" % _mbs, "arch": "phi", "devices": 2, "mbs": _mbs,
                   "seq": 384})
 
+# QLoRA: finetune/lora.py with --quantize bnb.nf4 / bnb.nf4-dq (Fabric's BitsandbytesPrecision, bf16 compute, every
+# nn.Linear quantized, lm_head included; bitsandbytes PagedAdamW), devices 1.  Each case runs:
+# - "bnb0.50.2": as bitsandbytes 0.50.2 does it (MatMul4Bit keeps no input);
+# - "keepA": bitsandbytes 0.41.1's MatMul4Bit (PR #1270 undone: ctx.tensors = (A, B); forward dequantizes to the
+#   quant_state dtype and casts to A's dtype, as <= 0.43.1 did) -- the published tables' 0.41.1;
+# and with the model built as
+# - lightning 2.1.0 does (the venv's release): Fabric.init_module() on one device enters only the precision's
+#   tensor_init_context (bf16 default dtype), so the model is built in bf16 on the device and BitsandbytesPrecision
+#   quantizes it layer by layer in fabric.setup_module (_convert_layers);
+# - "_init71a": as lightning 71aed751 (the pre-release lit-gpt 8641822 pins) does: init_module also enters the
+#   Linear class replacement, so every Linear is quantized in its __init__ on the device (lightning #18734 split
+#   init_context on 2023-10-09, which lost this on one device; issue #18913, fixed by #18914 on 2023-11-01).
+QCASES = []
+for _arch in ("phi", "llama"):
+    for _q in ("nf4", "nf4-dq"):
+        for _mbs in (1, 2):
+            for _bnb in ("0.50.2", "0.41.1"):
+                for _init in ("2.1.0", "71aed751"):
+                    if _init == "71aed751" and _bnb != "0.41.1":
+                        continue
+                    QCASES.append({"name": "%s_qlora_%s_qv_bf16true_single_mbs%d_%s%s" % (
+                        _arch, _q.replace("-", ""), _mbs, "bnb0.50.2" if _bnb == "0.50.2" else "keepA",
+                        "_init71a" if _init == "71aed751" else ""),
+                        "arch": _arch, "devices": 1, "mbs": _mbs, "seq": SEQ, "quantize": _q, "bnb": _bnb,
+                        "lightning_init": _init})
+for _bnb, _init in (("0.50.2", "2.1.0"), ("0.41.1", "2.1.0"), ("0.41.1", "71aed751")):
+    QCASES.append({"name": "llama_qlora_nf4_qv_bf16true_single_mbs1_s384_%s%s" % (
+        "bnb0.50.2" if _bnb == "0.50.2" else "keepA", "_init71a" if _init == "71aed751" else ""),
+        "arch": "llama", "devices": 1, "mbs": 1, "seq": 384, "quantize": "nf4", "bnb": _bnb, "lightning_init": _init})
+CASES += QCASES
+
 
 def _ver(pkg):
     try:
@@ -101,6 +132,126 @@ class _Region:
     def close(self):
         rf = self.stack.pop()
         rf.__exit__(None, None, None)
+
+
+HOST_REGION = "host:not_device_memory"
+QUANT_OPS_CUDA_LIKE = ("bitsandbytes::quantize_4bit", "bitsandbytes::optimizer_update_32bit")
+
+
+def install_bnb_shims(case, torch, record_function):
+    """Make lightning 2.1.0's BitsandbytesPrecision run on the CPU with bitsandbytes 0.50.2, as on a GPU.
+
+    Each shim is the smallest change that lets the GPU code path run on the CPU (see README, "QLoRA"):
+    S1 ``_Linear4bit.__init__``: lightning quantizes in the constructor when ``torch.tensor(0, device=device)`` lands
+       on "cuda", i.e. when the layer is built on the accelerator (device None under the device context).  Here the
+       accelerator is the CPU: device None -> quantize.  ``_convert_layers`` passes ``device=torch.device("cpu")``
+       explicitly: on a GPU machine that layer's initial weight is host memory and it is not quantized there, so
+       it is built inside a HOST_REGION (left out of the device curve) and not quantized, as on the GPU.
+    S2 ``_Linear4bit._quantize_weight``: ``.to(device="cuda", dtype=torch.half)`` -> ``device="cpu"``; and
+       ``params4bit.bnb_quantized = True`` (a 0.50.2 flag; 0.41.1 had none: its ``Params4bit.to`` never re-quantized
+       a tensor already on the GPU, while 0.50.2 would re-quantize the packed uint8 data in ``module.to(device)``).
+    S3 ``Linear4bit.support_avx512bf16_for_cpu = False``: 0.50.2 repacks the weights for an AVX512-BF16 CPU GEMV in
+       eval mode without grad (validate()); a GPU has no such path.
+    Checkpoint tensors that lightning's lazy loader materialises are host memory on a GPU machine: ``_lazy_load`` and
+    ``_NotYetLoadedTensor._load_tensor`` run in a HOST_REGION.  bitsandbytes' CPU quantizer (a torch-op
+    implementation) makes fp32 temporaries the CUDA kernel does not: transients inside ``bitsandbytes::quantize_4bit``
+    (and the 32-bit optimizer update) are left out; their outputs stay (analyse()).
+    """
+    import functools
+    import bitsandbytes as bnb
+    import bitsandbytes.autograd._functions as bnb_functions
+    import lightning.fabric.plugins.precision.bitsandbytes as lbnb
+    import lightning.fabric.utilities.load as lload
+    lbnb._import_bitsandbytes()   # defines lightning's _Linear4bit & co.
+    L4 = lbnb._Linear4bit
+
+    def __init__(self, *args, device=None, **kwargs):
+        host = device is not None and torch.device(device).type == "cpu"
+        if host:
+            with record_function(HOST_REGION):
+                bnb.nn.Linear4bit.__init__(self, *args, device=device, **kwargs)
+        else:
+            bnb.nn.Linear4bit.__init__(self, *args, device=device, **kwargs)
+        self.support_avx512bf16_for_cpu = False                                          # S3
+        if not host:                                                                     # S1
+            self._quantize_weight(self.weight.data)
+        self._register_load_state_dict_pre_hook(functools.partial(lbnb._quantize_on_load_hook, self._quantize_weight))
+        self.register_load_state_dict_post_hook(lbnb._ignore_missing_weights_hook)
+    L4.__init__ = __init__
+
+    def _quantize_weight(self, weight):
+        params4bit = self.weight
+        w = weight.contiguous().to(device="cpu", dtype=torch.half)                       # S2: "cuda" -> "cpu"
+        w_4bit, quant_state = bnb.functional.quantize_4bit(
+            w, blocksize=params4bit.blocksize, compress_statistics=params4bit.compress_statistics,
+            quant_type=params4bit.quant_type)
+        params4bit.data = w_4bit
+        params4bit.quant_state = quant_state
+        params4bit.bnb_quantized = True                                                  # S2
+    L4._quantize_weight = _quantize_weight
+    bnb.nn.Linear4bit.support_avx512bf16_for_cpu = False
+
+    orig_lt = lload._NotYetLoadedTensor._load_tensor
+
+    def _load_tensor(self):
+        with record_function(HOST_REGION):
+            return orig_lt(self)
+    lload._NotYetLoadedTensor._load_tensor = _load_tensor
+
+    if case.get("lightning_init") == "71aed751":
+        # lightning 71aed751: Strategy.tensor_init_context entered precision.init_context(), which for
+        # BitsandbytesPrecision was the dtype context + the torch.nn.Linear class replacement (2.1.0's
+        # module_init_context).  2.1.0's single-device strategy enters only tensor_init_context.
+        from lightning.fabric.strategies.strategy import Strategy
+        orig_mic = Strategy.module_init_context
+
+        def module_init_context(self, empty_init=None):
+            stack = orig_mic(self, empty_init)
+            stack.enter_context(self.precision.module_init_context())
+            return stack
+        Strategy.module_init_context = module_init_context
+
+    if case.get("bnb") == "0.41.1":
+        # bitsandbytes 0.41.1 (= 0.43.1) MatMul4Bit and matmul_4bit, on 0.50.2's dequantize: PR #1270 undone.
+        F = bnb.functional
+        orig_fwd = bnb_functions.MatMul4Bit.forward
+        orig_matmul_4bit = bnb_functions.matmul_4bit
+
+        def forward(ctx, A, B, out=None, bias=None, quant_state=None):
+            if A.numel() == 0:
+                return orig_fwd(ctx, A, B, out, bias, quant_state)
+            ctx.is_empty = False
+            B = B.view(-1, 1)
+            # 0.41.1: F.linear(A, F.dequantize_4bit(B, state).to(A.dtype).t(), bias) with B = weight.t(): the
+            # weight is dequantized in the quant_state dtype (fp16: lightning quantizes a .half() copy), then cast
+            output = torch.nn.functional.linear(A, F.dequantize_4bit(B, quant_state).to(A.dtype), bias)
+            ctx.state = quant_state
+            ctx.dtype_A, ctx.dtype_B, ctx.dtype_bias = A.dtype, B.dtype, None if bias is None else bias.dtype
+            if any(ctx.needs_input_grad[:2]):
+                ctx.tensors = (A, B)          # A kept until the graph is freed
+            else:
+                ctx.tensors = (None, None)
+            return output
+        bnb_functions.MatMul4Bit.forward = staticmethod(forward)
+
+        def matmul_4bit(A, B, quant_state, out=None, bias=None):
+            if A.numel() == A.shape[-1] and A.requires_grad is False and A.shape[-1] % quant_state.blocksize == 0:
+                # 0.41.1: the CUDA gemv_4bit kernel (one token, no grad; generate()); 0.50.2's no-grad path here
+                return orig_matmul_4bit(A, B, quant_state, out, bias)
+            return bnb_functions.MatMul4Bit.apply(A, B, out, bias, quant_state)
+        bnb_functions.matmul_4bit = matmul_4bit
+        bnb.matmul_4bit = matmul_4bit
+    return bnb
+
+
+def write_base_checkpoint(case, litdir, path, torch):
+    """lit_model.pth of the base (non-LoRA) lit_gpt GPT, bf16, random weights: what load_checkpoint() reads."""
+    sys.path.insert(0, litdir)
+    from lit_gpt.model import GPT as BaseGPT, Config as BaseConfig
+    torch.manual_seed(0)
+    m = BaseGPT(BaseConfig(**ARCH[case["arch"]])).to(torch.bfloat16)
+    torch.save(m.state_dict(), path)
+    del m
 
 
 def run_worker(args):
@@ -189,6 +340,24 @@ def run_worker(args):
 
     # ---- finetune/lora.py setup() (lines 62-98 at 8641822), devices/precision fixed ----
     precision = "bf16-true"
+    plugins = None
+    quantize = case.get("quantize")
+    if quantize:
+        bnb = install_bnb_shims(case, torch, record_function)
+        from lightning.fabric.plugins import BitsandbytesPrecision
+        # lora.py: plugins = BitsandbytesPrecision(quantize[4:], dtype); precision = None
+        plugins = BitsandbytesPrecision(quantize, torch.bfloat16)
+        precision = None
+        ckpt_path = out_dir / "lit_model.pth"
+        write_base_checkpoint(case, litdir, ckpt_path, torch)
+        import lightning.fabric.utilities.load as lload
+        import lit_gpt.utils as lgu
+        _orig_lazy = lgu.lazy_load
+
+        def _lazy(*a, **k):
+            with record_function(HOST_REGION):
+                return _orig_lazy(*a, **k)
+        lgu.lazy_load = _lazy
     if devices > 1:
         strategy = FSDPStrategy(
             auto_wrap_policy={Block},
@@ -234,7 +403,7 @@ def run_worker(args):
     with record_function("setup"):
         # accelerator="cpu" is the only addition (lora.py leaves it to "auto" = cuda)
         fabric = L.Fabric(accelerator="cpu", devices=devices, strategy=strategy, precision=precision,
-                          loggers=logger)
+                          loggers=logger, plugins=plugins)
         fabric.launch()   # processes are created externally (LOCAL_RANK/WORLD_SIZE set): sets up the process group
 
         # ---- finetune/lora.py main() (lines 101-150), without check_valid_checkpoint_dir, torch.load of the data
@@ -247,16 +416,29 @@ def run_worker(args):
         val_data = [{"input_ids": t, "labels": t.clone()} for t in torch.randint(0, VOCAB, (16, case["seq"]), generator=g)]
         train_data_ref.append(train_data)
         config = Config(**ARCH[case["arch"]], **LORA)
-        with fabric.init_module(empty_init=(devices > 1)):
-            model = GPT(config)
+        with record_function("phase:init_module"):
+            with fabric.init_module(empty_init=(devices > 1)):
+                model = GPT(config)
         mark_only_lora_as_trainable(model)
         n_trainable = fl.num_parameters(model, requires_grad=True)
         n_frozen = fl.num_parameters(model, requires_grad=False)
-        model = fabric.setup_module(model)
+        with record_function("phase:setup_module"):
+            model = fabric.setup_module(model)
         trainable_params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(trainable_params, lr=fl.learning_rate, weight_decay=fl.weight_decay)
+        if quantize:
+            # lora.py: isinstance(fabric.strategy.precision, BitsandbytesPrecision) -> bnb.optim.PagedAdamW.  On the
+            # CPU it warns and allocates its states with torch.zeros_like; on a GPU it pages only tensors with
+            # numel >= 1e5 (get_state_buffer), and no LoRA tensor here (nor of the published models) is that large.
+            optimizer = bnb.optim.PagedAdamW(trainable_params, lr=fl.learning_rate, weight_decay=fl.weight_decay)
+        else:
+            optimizer = torch.optim.AdamW(trainable_params, lr=fl.learning_rate, weight_decay=fl.weight_decay)
         optimizer = fabric.setup_optimizers(optimizer)
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=fl.max_iters // fl.batch_size)
+        if quantize:
+            # lora.py: load_checkpoint(fabric, model, checkpoint_path, strict=False): lazy_load + load_state_dict;
+            # lightning's pre-hook re-quantizes every 4-bit weight from the checkpoint
+            with record_function("phase:load_checkpoint"):
+                fl.load_checkpoint(fabric, model, ckpt_path, strict=False)
         fabric.seed_everything(1337 + fabric.global_rank)
 
     # phase markers on the model call (the _FabricModule: its forward includes convert_output), fabric.backward and
@@ -313,11 +495,39 @@ def run_worker(args):
     facts["params_trainable"] = n_trainable
     facts["params_frozen"] = n_frozen
     facts["fsdp_units"] = fsdp_units(model) if devices > 1 else None
+    if quantize:
+        facts.update(quant_facts(om, torch))
     res = analyse(prof, case, facts)
     res["train_s"] = round(train_s, 1)
     res["rank"] = fabric.global_rank
     with open(args.result, "w") as f:
         json.dump(res, f)
+
+
+def quant_facts(om, torch):
+    import bitsandbytes as bnb
+    lin = [(n, m) for n, m in om.named_modules() if isinstance(m, bnb.nn.Linear4bit)]
+    packed = qs = 0
+    dts = set()
+    seen = set()
+    for n, m in lin:
+        w = m.weight
+        packed += w.numel() * w.element_size()
+        st = w.quant_state
+        dts.add(str(st.dtype).replace("torch.", ""))
+        ts = [st.absmax, st.code, getattr(st, "offset", None)]
+        if getattr(st, "state2", None) is not None:
+            ts += [st.state2.absmax, st.state2.code]
+        for t in ts:
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in seen:
+                seen.add(t.untyped_storage().data_ptr())
+                qs += t.untyped_storage().nbytes()
+    other = sum(p.numel() * p.element_size() for p in om.parameters() if not isinstance(p, bnb.nn.Params4bit))
+    return {"linear4bit_modules": len(lin), "linear4bit_names": [n for n, _ in lin][:3] + ["..."],
+            "linear4bit_packed_bytes": packed, "quant_state_bytes": qs, "quant_state_dtype": sorted(dts),
+            "linear4bit_weight_numel": sum(m.in_features * m.out_features for _, m in lin),
+            "non_4bit_param_bytes": other,
+            "compute_dtype": sorted({str(m.compute_dtype).replace("torch.", "") for _, m in lin})}
 
 
 def fabric_orig(model):
@@ -350,6 +560,13 @@ def _names(n):
         p = p.parent
 
 
+def _parents(n):
+    p = n.parent
+    while p is not None:
+        yield p
+        p = p.parent
+
+
 def _describe(n):
     """(phase, iteration, innermost op, autograd node)."""
     phase = it = op = node = None
@@ -374,6 +591,10 @@ def _opname(n):
     return (op or "-") if node is None else "%s (%s)" % (op, node)
 
 
+def _stack(n, k=8):
+    return " < ".join(list(_names(n))[:k])
+
+
 def _where(n):
     ph, it, op, node = _describe(n)
     return "%s%s: %s" % ("iter%d " % it if it is not None else "", ph, _opname(n))
@@ -390,6 +611,7 @@ def analyse(prof, case, facts):
     allocs = alloc_nodes(tree)
     # gloo's internal buffers (allocated under c10d::/gloo: ops) are taken out, as in stacks/fsdp/measure.py
     comm_live, main, comm_n = set(), [], 0
+    host_n = 0
     for n in allocs:
         ef = n.extra_fields
         if ef.alloc_size > 0:
@@ -397,12 +619,40 @@ def analyse(prof, case, facts):
                 comm_live.add(ef.ptr)
                 comm_n += 1
                 continue
+            # QLoRA: host memory on a GPU machine (checkpoint tensors, layers lightning builds on the CPU)
+            if any(a == HOST_REGION for a in _names(n)):
+                comm_live.add(ef.ptr)
+                host_n += 1
+                continue
             comm_live.discard(ef.ptr)
         elif ef.ptr in comm_live:
             comm_live.discard(ef.ptr)
             continue
         main.append(n)
     allocs = main
+    # bitsandbytes' CPU quantizer / optimizer: drop the blocks allocated and freed inside one call of these ops (the
+    # CUDA kernels allocate only their outputs); blocks that outlive the call (the outputs) stay.
+    op_of = {}
+    for n in allocs:
+        for p in _parents(n):
+            if p.name in QUANT_OPS_CUDA_LIKE:
+                op_of[id(n)] = (p.name, p.start_time_ns)   # the tree's Python wrappers are not stable: no id(p)
+                break
+    drop, open_in = set(), {}
+    for n in allocs:
+        ef, o = n.extra_fields, op_of.get(id(n))
+        if ef.alloc_size > 0:
+            if o is not None:
+                open_in[ef.ptr] = (o, id(n))
+            else:
+                open_in.pop(ef.ptr, None)
+        else:
+            a = open_in.pop(ef.ptr, None)
+            if a is not None and o is not None and a[0] == o:
+                drop.add(a[1])
+                drop.add(id(n))
+    quant_transients_dropped = len(drop) // 2
+    allocs = [n for n in allocs if id(n) not in drop]
     V, mbs, ga = PADDED, case["mbs"], GA
     last_step_iters = set(range((STEPS - 1) * ga, STEPS * ga))
     desc = [_describe(n) for n in allocs]
@@ -415,6 +665,7 @@ def analyse(prof, case, facts):
     micro_pk = defaultdict(int)
     iter_pk = defaultdict(int)
     val_pk = (0, -1)
+    setup_pk = defaultdict(lambda: (0, -1))
     left_loss = set()   # iterations whose backward has left the loss path (first block/FSDP allocation seen)
     for i, n in enumerate(allocs):
         ph, it, op, node = desc[i]
@@ -428,6 +679,8 @@ def analyse(prof, case, facts):
             train_pk = (cum, i)
         if ph in ("validate", "val_forward", "val_loss") and cum > val_pk[0]:
             val_pk = (cum, i)
+        if it is None and ph in ("setup", "init_module", "setup_module", "load_checkpoint") and cum > setup_pk[ph][0]:
+            setup_pk[ph] = (cum, i)
         if it is not None:
             iter_pk[it] = max(iter_pk[it], cum)
         if in_last:
@@ -464,7 +717,10 @@ def analyse(prof, case, facts):
         for ptr, n in lv.items():
             sz = n.extra_fields.alloc_size
             ph, it, op, node = _describe(n)
-            if ph == "setup" or sz % V:
+            if ph in ("setup", "init_module", "setup_module", "load_checkpoint") or sz % V:
+                continue
+            # QLoRA: a dequantized lm_head weight (V·C·2 B) can have a logits chunk's size
+            if any(a.startswith(("MatMul4Bit", "bitsandbytes::")) for a in _names(n)):
                 continue
             # exactly a bf16 or fp32 (mbs, 128 or 127, V) chunk (the only sizes of the logits path at T = 128;
             # no other tensor of these models has 2*V or 4*V bytes per token)
@@ -497,8 +753,12 @@ def analyse(prof, case, facts):
     # compares it with peak_allocated_bytes.
     m["peak_allocated_bytes"] = whole[0]
     m["whole_run_peak_at"] = _where(allocs[whole[1]])
+    m["whole_run_peak_stack"] = _stack(allocs[whole[1]])
     m["train_peak_bytes"] = train_pk[0]
     m["train_peak_at"] = _where(allocs[train_pk[1]]) if train_pk[1] >= 0 else None
+    m["setup_phase_peaks"] = OrderedDict((ph, {"bytes": v[0], "at": _where(allocs[v[1]]),
+                                               "stack": _stack(allocs[v[1]])})
+                                         for ph, v in sorted(setup_pk.items(), key=lambda kv: kv[1][1]))
     m["validate_peak_bytes"] = val_pk[0]
     m["validate_peak_at"] = _where(allocs[val_pk[1]]) if val_pk[1] >= 0 else None
     m["last_step_start_bytes"] = step_start
@@ -520,8 +780,22 @@ def analyse(prof, case, facts):
     m["logits_alive_at_train_peak"] = logits_sized(train_pk[1])
     m["logits_alive_at_last_step_peak"] = logits_sized(step_pk[1])
     m["gloo_internal_blocks"] = comm_n
+    if case.get("quantize"):
+        m["host_blocks_left_out"] = host_n
+        m["bnb_cpu_op_transients_left_out"] = quant_transients_dropped
     m.update(facts)
     res["measured"] = m
+    if case.get("quantize"):
+        def stack_groups(idx, top=14):
+            g = defaultdict(lambda: [0, 0])
+            for ptr, n in live_at(idx).items():
+                ph, it, op, node = _describe(n)
+                key = "%s | %s" % ("-" if it is None else "iter%d" % it, _stack(n, 6))
+                g[key][0] += n.extra_fields.alloc_size
+                g[key][1] += 1
+            return [[k, v[0], v[1]] for k, v in sorted(g.items(), key=lambda kv: -kv[1][0])[:top]]
+        res["trace_setup"] = {ph: {"bytes": v[0], "live": stack_groups(v[1])} for ph, v in setup_pk.items()
+                              if ph != "setup"}
     gw, tw = groups_at(whole[1])
     gt, tt = groups_at(train_pk[1])
     res["trace"] = {"live_at_whole_run_peak": gw, "live_total_whole": tw,
@@ -560,6 +834,17 @@ def vramcalc_config(case):
         ("optimizer", "adamw"), ("optimizer_impl", "single-tensor"),
         ("finetune", OrderedDict([("method", "lora"), ("rank", LORA["r"]),
                                   ("dropout", LORA["dropout"]), ("targets", ["query", "value"])])),
+    ])
+    if case.get("quantize"):
+        # lora.py swaps AdamW for bitsandbytes PagedAdamW (32-bit states; no LoRA tensor reaches its 1e5-element
+        # paging threshold, so the states are ordinary device tensors, as here)
+        cfg["optimizer"] = "paged-adamw"
+        del cfg["optimizer_impl"]
+        cfg["finetune"] = OrderedDict([
+            ("method", "qlora"), ("rank", LORA["r"]), ("targets", ["query", "value"]), ("dropout", LORA["dropout"]),
+            ("double_quant", case["quantize"] == "nf4-dq"), ("quantize_lm_head", True),
+            ("backend", "bitsandbytes"), ("backend_version", case["bnb"])])
+    cfg.update([
         ("attention", "flash"), ("loss", "chunked"), ("loss_chunks", -(-case["seq"] // 128)), ("lm_head_chunks", True),
         ("adapter_dtype", "base"),
         ("device", "cpu"), ("gpu", {"name": "cpu", "memory_gib": 1000}),
@@ -655,6 +940,25 @@ def main():
                                          "seq_len": c["seq"]})])),
                            ("versions", versions), ("device", "cpu"), ("torch", _ver("torch")),
                            ("date", datetime.datetime.now(datetime.timezone.utc).date().isoformat())])
+        if c.get("quantize"):
+            rec["litgpt"]["fabric"]["precision"] = None
+            rec["litgpt"]["fabric"]["plugins"] = "BitsandbytesPrecision(%r, torch.bfloat16)" % c["quantize"]
+            rec["litgpt"]["quantize"] = "bnb." + c["quantize"]
+            rec["litgpt"]["optimizer"] = "bitsandbytes.optim.PagedAdamW (lora.py); on the CPU its states are torch.zeros_like"
+            rec["litgpt"]["load_checkpoint"] = "lit_model.pth of the base GPT (bf16, random), lazy_load + load_state_dict"
+            rec["bitsandbytes"] = OrderedDict([
+                ("installed", _ver("bitsandbytes")),
+                ("emulates", "0.50.2 as installed" if c["bnb"] == "0.50.2" else
+                 "0.41.1 MatMul4Bit/matmul_4bit (<= 0.43.1): ctx.tensors = (A, B) (PR #1270 undone), weight "
+                 "dequantized in the quant_state dtype then cast to A's dtype; run on 0.50.2"),
+                ("lightning_init", "lightning 2.1.0: model built in bf16 on the device, quantized in setup_module"
+                 if c["lightning_init"] == "2.1.0" else
+                 "lightning 71aed751 (lit-gpt's pin): Linear replaced and quantized in __init__ under init_module"),
+                ("shims", ["S1 _Linear4bit.__init__ accelerator check reads the CPU", "S2 _quantize_weight device "
+                           "cuda->cpu and bnb_quantized=True", "S3 no AVX512-BF16 CPU repacking in eval"]),
+                ("left_out", "host memory on a GPU machine (checkpoint tensors; layers _convert_layers builds with "
+                             "device=cpu); transients inside bitsandbytes::quantize_4bit/optimizer_update_32bit")])
+            rec["versions"] = OrderedDict(list(versions.items()) + [("bitsandbytes", _ver("bitsandbytes"))])
         lines.append(rec)
         for r in per_rank:
             trace.append("=" * 100)
@@ -666,6 +970,10 @@ def main():
                 trace.append("  -- %s (total %d B), by iteration | phase | op (autograd node):" % (
                     title, r["trace"][tot]))
                 for k, b, n in r["trace"][key]:
+                    trace.append("  %10d x%-4d %s" % (b, n, k))
+            for ph, v in r.get("trace_setup", {}).items():
+                trace.append("  -- live at the %s peak (%d B), by iteration | allocating op < callers:" % (ph, v["bytes"]))
+                for k, b, n in v["live"]:
                     trace.append("  %10d x%-4d %s" % (b, n, k))
         m = meas
         print("%-38s whole=%9d (%s) train=%9d step_start=%9d fwd=%9d loss=%9d bwd=%9d opt=%9d (%.0fs)" % (
