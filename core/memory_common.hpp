@@ -30,4 +30,9 @@ inline bool base_weights_need_grad(const Config& c) {
     return c.finetune.method == FinetuneMethod::full || fsdp1_mixed_units(c);
 }
 
+// bitsandbytes before 0.43.2 keeps every 4-bit projection's input (activation_terms.cpp).
+bool bitsandbytes_keeps_inputs(const Config& c);
+// The training loop keeps the last step's outputs, and with them its autograd graph (logits_terms.cpp).
+bool loop_keeps_outputs(const Config& c);
+
 }  // namespace vramcalc::detail
