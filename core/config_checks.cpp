@@ -68,7 +68,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         err("checkpointing", "\"selective-op\" is torchtitan's per-op policy; Megatron-LM's own is \"selective\"");
     if (c.pp_stages_per_rank > 1 && c.pp_schedule != PipelineSchedule::interleaved_1f1b)
         err("pp_stages_per_rank", "only the interleaved schedule runs several stages per GPU");
-    if (c.pp_stages_per_rank > 1 && c.pp * c.pp_stages_per_rank > a.layers)
+    if (c.pp > 1 && c.pp_stages_per_rank > 1 && c.pp * c.pp_stages_per_rank > a.layers)
         err("pp_stages_per_rank", "pp x pp_stages_per_rank (" + std::to_string(c.pp * c.pp_stages_per_rank) +
                                       ") exceeds the model's layers");
     if (c.strategy == Strategy::deepspeed &&

@@ -36,6 +36,44 @@ def ancestors(n):
         p = p.parent
 
 
+def ancestor_names(n):
+    """The names of the enclosing events of n, innermost first."""
+    return (p.name for p in ancestors(n))
+
+
+def live_blocks(in_step, upto):
+    """{ptr: allocation event} of the blocks live after event `upto` of in_step."""
+    live = {}
+    for n in in_step[: upto + 1]:
+        ef = n.extra_fields
+        if ef.alloc_size > 0:
+            live[ef.ptr] = n
+        else:
+            live.pop(ef.ptr, None)
+    return live
+
+
+def split_collective_allocations(allocs):
+    """Blocks allocated inside a c10d collective (gloo's own buffers: allocated under c10d:: ops, or gloo:* ops on
+    its worker thread) apart from the rest, each with its free: (the rest, the collectives' events). NCCL on CUDA
+    keeps its buffers outside PyTorch's allocator."""
+    comm_live, main_allocs, comm_events = set(), [], []
+    for n in allocs:
+        ef = n.extra_fields
+        if ef.alloc_size > 0:
+            if any(a.startswith(("c10d::", "gloo:")) for a in ancestor_names(n)):
+                comm_live.add(ef.ptr)
+                comm_events.append(n)
+                continue
+            comm_live.discard(ef.ptr)
+        elif ef.ptr in comm_live:
+            comm_live.discard(ef.ptr)
+            comm_events.append(n)
+            continue
+        main_allocs.append(n)
+    return main_allocs, comm_events
+
+
 def describe(n):
     """(phase, innermost op, autograd node) of an allocation event."""
     phase = inner = node = None
@@ -284,15 +322,8 @@ def live_groups(in_step, upto, rec, saved_phases=("forward",)):
 
     Returns {key: [bytes, count, {size label: count}]}; the label is dtype(shape) when a block in
     saved_phases is the storage of a tensor saved for backward (rec: a tracer's records), else its size."""
-    live = {}
-    for n in in_step[: upto + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
     groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
+    for ptr, n in live_blocks(in_step, upto).items():
         ph, inner, node = describe(n)
         key = (ph or "-", node or "-", inner or "-")
         sz = n.extra_fields.alloc_size

@@ -56,7 +56,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # for profiler_memory
 from profiler_memory import (  # noqa: E402
-    alloc_nodes as _alloc_nodes, live_tensor_bytes as _live_tensor_bytes, step_window, merge_results)
+    alloc_nodes as _alloc_nodes, ancestor_names, live_blocks, live_tensor_bytes as _live_tensor_bytes, merge_results,
+    split_collective_allocations, step_window)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORLD = 2
@@ -395,20 +396,7 @@ def worker(args):
     # clone of the input of _reduce_scatter_base_) are the communication backend's, not FSDP's; NCCL on CUDA
     # keeps its buffers outside PyTorch's allocator.  They are taken out of the curve (with their frees) and
     # reported separately ("gloo_internal").
-    comm_live, main_allocs, comm_events = set(), [], []
-    for n in allocs:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            if any(a.startswith(("c10d::", "gloo:")) for a in _anc_names(n)):
-                comm_live.add(ef.ptr)
-                comm_events.append(n)
-                continue
-            comm_live.discard(ef.ptr)
-        elif ef.ptr in comm_live:
-            comm_live.discard(ef.ptr)
-            comm_events.append(n)
-            continue
-        main_allocs.append(n)
+    main_allocs, comm_events = split_collective_allocations(allocs)
     raw_cum, raw_start, raw_peak = 0, None, 0
     for n in allocs:
         if raw_start is None and n.start_time_ns >= t0:
@@ -478,7 +466,7 @@ def worker(args):
     check["unmatched_frees_in_step"] = sum(1 for n in in_step if n.extra_fields.alloc_size < 0 and
                                            n.extra_fields.ptr not in set(x.extra_fields.ptr for x in allocs
                                                                          if x.extra_fields.alloc_size > 0))
-    extra = sorted(((n.extra_fields.alloc_size, " < ".join(a for a in _anc_names(n))[:160])
+    extra = sorted(((n.extra_fields.alloc_size, " < ".join(a for a in ancestor_names(n))[:160])
                     for p, n in live0.items() if p not in persistent_ptrs), reverse=True)
     if extra:
         check["unaccounted_at_start"] = {"bytes": sum(e[0] for e in extra), "blocks": len(extra),
@@ -490,13 +478,6 @@ def worker(args):
     with open(args.result, "w") as f:
         json.dump(res, f)
     dist.destroy_process_group()
-
-
-def _anc_names(n):
-    p = n.parent
-    while p is not None:
-        yield p.name
-        p = p.parent
 
 
 def layout(model, version):
@@ -534,15 +515,8 @@ def layout(model, version):
 
 
 def _groups(in_step, upto):
-    live = {}
-    for n in in_step[: upto + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
     groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in live.items():
+    for ptr, n in live_blocks(in_step, upto).items():
         ph, mi, region, node, op = _describe(n)
         key = ("%s/%s" % (mi or "-", ph or "-"), region or "-", node or "-", op)
         g = groups[key]

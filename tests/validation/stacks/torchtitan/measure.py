@@ -55,7 +55,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # profiler_memory
 import profiler_memory as pm  # noqa: E402
-from profiler_memory import alloc_nodes as _alloc_nodes, merge_results, step_window  # noqa: E402
+from profiler_memory import (  # noqa: E402
+    alloc_nodes as _alloc_nodes, ancestor_names, live_blocks, merge_results, split_collective_allocations, step_window)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -236,13 +237,6 @@ def grad_bytes(parts):
 # profiler attribution
 # --------------------------------------------------------------------------
 
-def _anc_names(n):
-    p = n.parent
-    while p is not None:
-        yield p.name
-        p = p.parent
-
-
 def _describe(n):
     """phase, micro-batch, layer region, autograd node, innermost op (with input shapes), FSDP region."""
     phase = micro = layer = node = fsdp = None
@@ -329,7 +323,7 @@ def _ghost_frees(allocs, tree):
         stack.extend(e.children)
     copy_outs.sort(key=lambda e: e.start_time_ns)
     for ptr, n in live.items():
-        if not any(a.startswith("FSDP::all_gather ") or a == "FSDP::all_gather" for a in _anc_names(n)):
+        if not any(a.startswith("FSDP::all_gather ") or a == "FSDP::all_gather" for a in ancestor_names(n)):
             continue
         nxt = [e for e in copy_outs if e.start_time_ns >= n.start_time_ns]
         if not nxt:
@@ -340,20 +334,9 @@ def _ghost_frees(allocs, tree):
                  for e in extra]
 
 
-def _live_at(in_step, upto):
-    live = {}
-    for n in in_step[: upto + 1]:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            live[ef.ptr] = n
-        else:
-            live.pop(ef.ptr, None)
-    return live
-
-
 def _groups(in_step, upto, with_layer=True):
     groups = defaultdict(lambda: [0, 0, defaultdict(int)])
-    for ptr, n in _live_at(in_step, upto).items():
+    for ptr, n in live_blocks(in_step, upto).items():
         ph, mi, layer, node, op, fsdp = _describe(n)
         key = ("%s/%s" % (mi or "-", ph or "-"), ("L" + layer) if (layer and with_layer) else "-",
                node or "-", op + (" in " + fsdp if fsdp else ""))
@@ -385,7 +368,7 @@ def forward_residue(in_step, micro):
         return None
     per_layer = defaultdict(int)
     items = defaultdict(lambda: [0, 0])
-    for ptr, n in _live_at(in_step, k).items():
+    for ptr, n in live_blocks(in_step, k).items():
         ph, mi, layer, node, op, fsdp = _describe(n)
         if mi != micro or ph != "forward":
             continue
@@ -577,20 +560,7 @@ def worker(args):
     allocs = _alloc_nodes(tree)
     step_node = [r for r in tree if r.name == "step%d" % (steps - 1)][-1]
     t0, t1 = step_node.start_time_ns, step_node.end_time_ns
-    comm_live, main_allocs, comm_events = set(), [], []
-    for n in allocs:
-        ef = n.extra_fields
-        if ef.alloc_size > 0:
-            if any(a.startswith(("c10d::", "gloo:")) for a in _anc_names(n)):
-                comm_live.add(ef.ptr)
-                comm_events.append(n)
-                continue
-            comm_live.discard(ef.ptr)
-        elif ef.ptr in comm_live:
-            comm_live.discard(ef.ptr)
-            comm_events.append(n)
-            continue
-        main_allocs.append(n)
+    main_allocs, comm_events = split_collective_allocations(allocs)
     main_allocs, ghosts = _ghost_frees(main_allocs, tree)
     raw_cum, raw_start, raw_peak = 0, None, 0
     for n in allocs:
@@ -655,7 +625,7 @@ def worker(args):
         measured["forward_residue_bytes"] = fr["per_region_bytes"] if fr else None
     check = {"ghost_frees": ghosts, "tensor_step_start_bytes": tensor_start, "step_net_bytes": cur,
              "tensor_end_minus_start": end_bytes - tensor_start}
-    extra = sorted(((n.extra_fields.alloc_size, " < ".join(a for a in _anc_names(n))[:160])
+    extra = sorted(((n.extra_fields.alloc_size, " < ".join(a for a in ancestor_names(n))[:160])
                     for p, n in live0.items() if p not in persistent_ptrs), reverse=True)
     if extra:
         check["unaccounted_at_start"] = {"bytes": sum(e[0] for e in extra), "blocks": len(extra),
