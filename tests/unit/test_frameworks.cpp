@@ -186,6 +186,11 @@ TEST_CASE("FSDP composes with tp, pp and cp as FSDP 2; the checks name the field
     CHECK(error_field(j) == "cp");
     CHECK(error_field({{"model", "llama-3.1-8b"}, {"strategy", "megatron"}, {"checkpointing", "selective-op"}}) == "checkpointing");
     CHECK(error_field({{"model", "llama-3.1-8b"}, {"pp_schedule", "1f1b"}, {"pp_stages_per_rank", 2}}) == "pp_stages_per_rank");
+    // The interleaved schedule's default of two stages per GPU bounds nothing without pipeline stages.
+    const json one_layer = {{"layers", 1}, {"hidden", 8}, {"heads", 1}, {"ffn", 8}, {"vocab", 8}};
+    CHECK(error_field({{"model", one_layer}, {"pp_schedule", "interleaved-1f1b"}}).empty());
+    CHECK(error_field({{"model", {{"layers", 3}, {"hidden", 8}, {"heads", 1}, {"ffn", 8}, {"vocab", 8}}}, {"strategy", "megatron"},
+                       {"gpus", 2}, {"pp", 2}, {"pp_schedule", "interleaved-1f1b"}}) == "pp_stages_per_rank");
     CHECK(error_field({{"model", "llama-3.1-8b"}, {"finetune", {{"method", "lora"}, {"backend", "torchao"}}}}) == "finetune.backend");
     CHECK(error_field({{"model", "llama-3.1-8b"}, {"framework_version", "latest"}}) == "framework_version");
 }
