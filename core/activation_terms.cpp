@@ -305,6 +305,12 @@ double mlp_element_bytes(const Config& c) {
 // copy per projection when it differs; from 0.41 the compute dtype follows an fp32 or bf16 input, so the
 // inputs themselves are kept. ctx.tensors escapes non-reentrant checkpointing; PEFT's
 // prepare_model_for_kbit_training checkpoints reentrantly, which drops it (measured, stacks/qlora).
+// A projection's input that the layer saves anyway (a trainable projection's, or an adapter's without dropout)
+// is not kept twice.
+bool kept_as_well(const Config& c, bool projection_saves) {
+    return projection_saves && (base_weights_need_grad(c) || c.finetune.dropout == 0);
+}
+
 double bitsandbytes_kept_input_bytes(const Config& c) {
     if (!bitsandbytes_keeps_inputs(c)) return 0;
     const Architecture& a = c.model;
@@ -312,9 +318,30 @@ double bitsandbytes_kept_input_bytes(const Config& c) {
     const double x = residual_element_bytes(c);  // the norms' outputs: fp32 under autocast
     if (compare_releases(c.finetune.backend_version, "0.41") < 0 && x != e)
         return e * n * (h * (attention_projections(a) + mlp_projections(a)) + f);
-    // Inputs the layer saves anyway (a trainable or adapted projection's own input) are not kept twice.
-    return n * ((attention_inputs_saved(c) ? 0 : x * h) + (mlp_inputs_saved(c) ? 0 : x * h) +
-                (down_proj_input_saved(c) ? 0 : mlp_element_bytes(c) * f));
+    // Every projection's input, the output projection's too; a parallel block's shared norm feeds attention and
+    // MLP one tensor (measured, stacks/litgpt2023).
+    const bool shared_input = a.parallel_block && a.norms_per_layer == 1;
+    return n * ((kept_as_well(c, attention_inputs_saved(c)) ? 0 : x * h) +
+                (kept_as_well(c, out_proj_input_saved(c)) ? 0 : e * double(q_width(a))) +
+                (shared_input || kept_as_well(c, mlp_inputs_saved(c)) ? 0 : x * h) +
+                (kept_as_well(c, down_proj_input_saved(c)) ? 0 : mlp_element_bytes(c) * f));
+}
+
+// In the first layer of a frozen model nothing before the adapters needs a gradient, and MatMul4Bit keeps an
+// input only when it does: not the attention's input, nor, in a parallel block, the MLP's whole path unless an
+// adapter sits on it (measured, stacks/litgpt2023: lit-gpt's phi with frozen biases).
+double bitsandbytes_first_layer_unkept_bytes(const Config& c) {
+    if (!bitsandbytes_keeps_inputs(c) || base_weights_need_grad(c) || compare_releases(c.finetune.backend_version, "0.41") < 0)
+        return 0;
+    const Architecture& a = c.model;
+    const Family& fam = *a.family;
+    const double n = tokens(c), x = residual_element_bytes(c), h = double(a.hidden), f = double(a.ffn);
+    double bytes = kept_as_well(c, attention_inputs_saved(c)) ? 0 : x * h;
+    if (a.parallel_block && !targeted(c, {fam.up, fam.gate ? fam.gate : fam.up})) {
+        if (a.norms_per_layer != 1 && !kept_as_well(c, mlp_inputs_saved(c))) bytes += x * h;
+        if (!kept_as_well(c, down_proj_input_saved(c))) bytes += mlp_element_bytes(c) * f;
+    }
+    return n * bytes;
 }
 
 double dense_mlp_bytes(const Config& c) {
@@ -446,7 +473,7 @@ double activations_bytes(const Config& c) {
     const Family& f = (*a.family);
     if (!base_weights_need_grad(c) && c.checkpointing != Checkpointing::full && c.checkpointing != Checkpointing::selective_op &&
         c.strategy != Strategy::megatron) {
-        bytes -= single_norm_bytes(c);
+        bytes -= single_norm_bytes(c) + bitsandbytes_first_layer_unkept_bytes(c);
         if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(q_width(a));
     }
@@ -468,7 +495,7 @@ double attention_mask_bytes(const Config& c) {
 // forward (measured, tests/validation/stacks/litgpt2023).
 double previous_step_kept_input_bytes(const Config& c) {
     if (!bitsandbytes_keeps_inputs(c) || !loop_keeps_outputs(c)) return 0;
-    return double(layers_on_stage(c)) * bitsandbytes_kept_input_bytes(c) +
+    return double(layers_on_stage(c)) * bitsandbytes_kept_input_bytes(c) - bitsandbytes_first_layer_unkept_bytes(c) +
            (c.finetune.quantize_lm_head && holds_head(c) ? tokens(c) * double(c.model.hidden) * compute_element_bytes(c) : 0);
 }
 

@@ -90,6 +90,7 @@ struct Config {
     AdapterDtype adapter_dtype = AdapterDtype::fp32;
     bool optimizer_in_backward = false;   // each gradient is applied and freed as backward produces it
     bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
+    bool longest_batch_first = false;     // the estimate is of the run's first micro-batch, seq_len long
     bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
     int fsdp_version = 1;
     FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;

@@ -313,6 +313,7 @@ ParsedConfig parse_config(const json& v) {
         if (std::string(name) == profile->precision) c.precision = p;
     c.loss = profile->loss, c.loss_chunks = profile->loss_chunks, c.adapter_dtype = profile->adapter_dtype;
     c.fsdp_version = profile->fsdp_version, c.fsdp_wrap = profile->fsdp_wrap;
+    c.longest_batch_first = profile->longest_batch_first;
     read_model(r.find("model"), c, errors);
     if (*profile->modules) c.model.family = find_family_row(profile->modules);  // the stack's own model code
     const bool seq_len_given = v.contains("seq_len");
@@ -370,6 +371,7 @@ ParsedConfig parse_config(const json& v) {
     r.choice("adapter_dtype", c.adapter_dtype, kAdapterDtype);
     r.boolean("optimizer_in_backward", c.optimizer_in_backward);
     r.boolean("activation_offload", c.activation_offload);
+    r.boolean("longest_batch_first", c.longest_batch_first);
     r.boolean("compile", c.compile);
     std::uint64_t fsdp_version = std::uint64_t(c.fsdp_version);
     r.integer("fsdp_version", fsdp_version, 1, 2);
@@ -378,8 +380,8 @@ ParsedConfig parse_config(const json& v) {
     r.reject_unknown(key_list({"framework", "framework_version", "model", "seq_len", "micro_batch", "grad_accum", "precision", "optimizer",
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
-                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "compile",
-                               "fsdp_version", "fsdp_wrap"}));
+                               "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
+                               "compile", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
     if (errors.empty()) check_consistency(c, errors);
@@ -479,6 +481,7 @@ json config_to_json(const Config& c) {
             {"adapter_dtype", to_string(c.adapter_dtype)},
             {"optimizer_in_backward", c.optimizer_in_backward},
             {"activation_offload", c.activation_offload},
+            {"longest_batch_first", c.longest_batch_first},
             {"compile", c.compile},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};

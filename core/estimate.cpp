@@ -29,14 +29,26 @@ Terms resident(const Config& c) {
     return t;
 }
 
-// The moments of one pipeline stage's step where the peak can fall.
+// torch.optim and bitsandbytes create optimizer states in the first step(); DeepSpeed's ZeRO optimizers in their
+// constructor (runtime/zero/stage_1_and_2.py initialize_optimizer_states); Megatron-LM's are counted from the start.
+bool states_before_first_step(const Config& c) {
+    return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron;
+}
+
+// The moments of one pipeline stage's step where the peak can fall. With longest_batch_first, the run's first
+// micro-batch: no earlier micro-batch's gradients, no previous step's logits or kept inputs, perhaps no states.
 std::vector<Phase> stage_phases(const Config& c) {
+    const bool first = c.longest_batch_first;
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
     // (FSDP accumulates unsharded gradients instead, and shards them in the last micro-batch's backward.)
     const double fsdp_accumulated = unsharded_accumulated_gradient_bytes(c);
-    const double carried_grads =
-        fsdp_accumulated > 0 ? fsdp_accumulated : gradients_allocated_up_front(c) || c.grad_accum > 1 ? grads : 0;
+    const double carried_grads = first && !gradients_allocated_up_front(c) ? 0
+                                 : fsdp_accumulated > 0                    ? fsdp_accumulated
+                                 : gradients_allocated_up_front(c) || c.grad_accum > 1 ? grads
+                                                                                       : 0;
+    const double previous_step_logits = first ? 0 : logits_step_bytes(c);  // the loop's, until forward returns
+    const double previous_step_inputs = first ? 0 : previous_step_kept_input_bytes(c);
     const double mask = attention_mask_bytes(c);
     const bool recompute = c.checkpointing == Checkpointing::full;
     const double forward_backward_buffers = gathered_parameter_bytes(c, false) + autocast_weight_copy_bytes(c);
@@ -45,14 +57,16 @@ std::vector<Phase> stage_phases(const Config& c) {
     // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast. The eager
     // mask died with the base model's forward unless checkpointing holds it for recomputation.
     Terms forward = resident(c);
+    if (first && !states_before_first_step(c)) forward.optimizer_states = 0;
     forward.gradients = carried_grads;
-    forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_kept_input_bytes(c);
-    forward.logits = logits_forward_peak_bytes(c);
+    forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_inputs;
+    // (The loop's kept logits at the forward peak are the previous step's: measured, stacks/litgpt2023.)
+    forward.logits = logits_forward_peak_bytes(c) - logits_step_bytes(c) + previous_step_logits;
     forward.temporaries += forward_backward_buffers;
     // Inside a 4-bit lm_head's matmul, before the loss: its dequantized weight beside the output being written
     // (and the loop's logits of the previous step).
     Terms head_forward = forward;
-    head_forward.logits = logits_step_bytes(c);
+    head_forward.logits = previous_step_logits;
     head_forward.temporaries += dequantized_head_bytes(c) + logits_forward_output_bytes(c);
 
     // Start of backward, at log-softmax's backward: the fp32 logits chain at its largest.
@@ -108,6 +122,18 @@ std::vector<Phase> stage_phases(const Config& c) {
     unit_end.activations = loss.activations - final_norm_activation_bytes(c) - layer_activation_bytes(c) +
                            layer_output_gradient_bytes(c);
     unit_end.temporaries = loss.temporaries + backward_gathered + 2 * unit_grads;
+    // Shares of the gradients backward has produced before the second layer's and before the first layer's
+    // backward (what is left: those layers' own, and the embedding's).
+    const double layer_own = trains_all_weights(c) ? double(layer_params(c.model)) / double(c.tp)
+                                                   : trainable_stage_params(c) / double(layers_on_stage(c));
+    const double embedding_own =
+        trains_all_weights(c) && holds_embedding(c) ? double(embedding_params(c.model)) / double(c.tp) : 0;
+    const double done_before_second = std::max(0.0, 1 - (2 * layer_own + embedding_own) / trainable_stage_params(c));
+    const double done_before_first = std::max(0.0, 1 - (layer_own + embedding_own) / trainable_stage_params(c));
+    const double produced = fsdp_accumulated > 0 ? fsdp_accumulated : grads;
+    // The run's first micro-batch has no earlier gradients: its highest unit end is the second layer's, the last
+    // with a layer to prefetch (measured, stacks/litgpt2023).
+    if (first) unit_end.gradients = std::max(carried_grads, produced * done_before_second);
     const Terms* layer_moments[] = {&mlp_backward, &attention_backward, &unit_end};
     const Terms& backward = **std::max_element(std::begin(layer_moments), std::end(layer_moments),
                                                [](const Terms* a, const Terms* b) { return a->sum() < b->sum(); });
@@ -126,12 +152,9 @@ std::vector<Phase> stage_phases(const Config& c) {
     // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
     Terms first_layer = mlp_backward;
     if (c.strategy != Strategy::megatron) {
-        const double own = trains_all_weights(c) ? double(layer_params(c.model)) / double(c.tp) +
-                                                       (holds_embedding(c) ? double(embedding_params(c.model)) / double(c.tp) : 0)
-                                                 : trainable_stage_params(c) / double(layers_on_stage(c));
-        const double done = std::max(0.0, 1 - own / trainable_stage_params(c));
-        first_layer.gradients = std::max(carried_grads, grads * done);
+        first_layer.gradients = std::max(carried_grads, produced * done_before_first);
         first_layer.activations = whole_layer + layer_output_gradient_bytes(c);
+        first_layer.temporaries -= first_layer_unprefetched_bytes(c);
         if (c.optimizer_in_backward) first_layer.gradients = 0;
     }
     const Terms* late_backward = head_backward.sum() > backward.sum() ? &head_backward : &backward;
@@ -375,6 +398,9 @@ Report make_report(const Config& c) {
     if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
         warn("pure 16-bit training: small updates can round away without fp32 master weights");
     for (const std::string& note : c.notes) warn(note);
+    if (c.longest_batch_first)
+        warn("longest_batch_first: the estimate is of the first micro-batch, seq_len tokens long; later micro-batches, "
+             "which carry gradients, optimizer states and the previous step's tensors, are assumed shorter");
     if (c.compile)
         warn("torch.compile: Inductor's min-cut partitioner recomputes cheap element-wise ops and fuses others, so "
              "the activations are an upper bound (compiled graphs also keep their own workspace)");

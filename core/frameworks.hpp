@@ -62,6 +62,9 @@ struct FrameworkProfile {
     // The loss is computed inside the FSDP-wrapped model (transformers' labels path): FSDP's pre-backward hook on
     // its output prefetches the last layer before the loss's backward. Elsewhere the model returns the logits.
     bool loss_in_model;
+    // The loop runs the dataset's longest sample in its first micro-batch (lit-gpt's finetune scripts, "so potential
+    // OOMs happen right away"): seq_len is then that micro-batch's length, and later ones are shorter.
+    bool longest_batch_first;
     LogitsPath full, chunked, chunked_lm_head;
 };
 

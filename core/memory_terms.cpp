@@ -374,6 +374,14 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     return params * compute_element_bytes(c) / double(c.tp);  // tensor-parallel shards gather over data ranks only
 }
 
+// FULL_SHARD's backward prefetch at the first layer: the next unit is the root, unsharded since forward (FSDP 1
+// never reshards it, FSDP 2's root keeps reshard_after_forward=False), so one layer fewer is gathered. (torchtitan
+// 0.2's embedding is a unit of its own: it is prefetched there instead.)
+double first_layer_unprefetched_bytes(const Config& c) {
+    if (!fsdp(c, 3) || c.pp > 1 || c.framework->fsdp_layout != FsdpLayout::root_kept) return 0;
+    return double(layer_params(c.model)) * compute_element_bytes(c) / double(c.tp);
+}
+
 namespace {
 // FSDP's unsharded gradients: in the compute dtype, or fp32 where FSDP 2's MixedPrecisionPolicy reduces in fp32
 // (reduce-scatter input; _fsdp_param.py to_accumulated_grad_if_needed upcasts the accumulated gradient).

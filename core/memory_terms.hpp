@@ -64,6 +64,7 @@ double communication_buffer_bytes(const Config&);
 // ZeRO-3/FSDP: unsharded parameters at the end of forward (one layer prefetched for backward) or in backward
 // (the layer computed and the next one prefetched).
 double gathered_parameter_bytes(const Config&, bool in_backward);
+double first_layer_unprefetched_bytes(const Config&);  // FSDP: no layer left to prefetch at the first layer
 double reduce_scatter_bytes(const Config&);       // FSDP: one unit's unsharded gradients, backward
 double unsharded_accumulated_gradient_bytes(const Config&);  // FSDP: between micro-batches of accumulation
 double ring_attention_bytes(const Config&);

@@ -18,6 +18,7 @@ const LABELS = {
   backend: { bitsandbytes: 'bitsandbytes (Linear4bit: PEFT, LitGPT)', torchao: 'torchao (NF4Tensor: torchtune)' },
   adapter_dtype: { fp32: 'fp32 (PEFT)', base: 'Base weights’ dtype (LitGPT, torchtune)' },
   lm_head_chunks: { '': 'The stack’s choice', true: 'Yes, per chunk', false: 'No, once for all tokens' },
+  longest_batch_first: { '': 'The stack’s choice', true: 'Yes: the first micro-batch', false: 'No: any step' },
   precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
     '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)' },
   optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', 'paged-adamw': 'Paged AdamW (bitsandbytes)',
@@ -99,6 +100,8 @@ const GROUPS = [
     { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int' },
     { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
       hint: 'Changes the global batch, not the memory.' },
+    { key: 'longest_batch_first', label: 'Longest batch comes first', kind: 'tristate',
+      hint: 'The loop runs the longest sample first (lit-gpt’s scripts, June 2023 to February 2024): the peak is that first micro-batch’s, with no gradients, optimizer states or previous step yet; later batches are taken as shorter.' },
   ] },
   { title: 'Precision & optimizer', fields: [
     { key: 'precision', label: 'Precision', kind: 'select' },
@@ -792,9 +795,10 @@ function showStackChoices(config) {
   $(fid('framework_version')).placeholder = typeof v === 'string' && !state.framework_version ? `${clip(v, 32)} (the current)` : '';
   const n = config && config.loss_chunks;
   $(fid('loss_chunks')).placeholder = Number.isInteger(n) ? `${n} (the stack’s)` : '';
-  const first = $(fid('lm_head_chunks')).options[0];
-  if (config && typeof config.lm_head_chunks === 'boolean')
-    first.textContent = `${LABELS.lm_head_chunks['']}: ${config.lm_head_chunks ? 'yes' : 'no'}`;
+  for (const key of ['lm_head_chunks', 'longest_batch_first']) {
+    const first = $(fid(key)).options[0];
+    if (config && typeof config[key] === 'boolean') first.textContent = `${LABELS[key]['']}: ${config[key] ? 'yes' : 'no'}`;
+  }
 }
 
 // ---------- start ----------

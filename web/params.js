@@ -74,7 +74,8 @@ export const INTS = {
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
 };
-export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
+export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
+  'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
 // An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
 // defaults (kv_heads defaults to heads, activation to the MLP's usual one).
@@ -108,7 +109,7 @@ export const hfKeyDropped = (k) => HF_DROP.has(k) || /_token_ids?$/.test(k) || /
   k === 'epsilon' || k.length > 80;
 
 // The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
-// catalog, "custom" or "hf". loss_chunks and lm_head_chunks hold '' for the framework's own choice (LitGPT's depend
+// catalog, "custom" or "hf". loss_chunks, lm_head_chunks and longest_batch_first hold '' for the framework's own choice (LitGPT's depend
 // on the tokens and the fine-tuning method), else what the user set; framework_version and backend_version '' for
 // the current revision. sequence_parallel and pp_stages_per_rank hold a value, whose default follows other fields
 // (defaultOf, FOLLOWERS).
@@ -119,7 +120,7 @@ export const DEFAULTS = {
   sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
   device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
   activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
-  pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '',
+  pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -129,7 +130,7 @@ for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 // framework or version the core does not answer), the current revision's, else DEFAULTS.
 export const PROFILE_KEYS = ['precision', 'loss', 'adapter_dtype', 'fsdp_version', 'fsdp_wrap'];
 // The knobs a change of framework or of its version gives back to the profile.
-export const PROFILE_GOVERNED = [...PROFILE_KEYS, 'loss_chunks', 'lm_head_chunks'];
+export const PROFILE_GOVERNED = [...PROFILE_KEYS, 'loss_chunks', 'lm_head_chunks', 'longest_batch_first'];
 export const PROFILES = {};
 const REVISIONS = new Map();  // "framework\nversion" -> profile, or null when the core refuses the version
 let profileEstimate = null;
@@ -206,7 +207,7 @@ export function follow(prev, next) {
 export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k), 'gpu', 'gpu.memory_gib', 'gpu.name',
   'framework', 'framework_version', 'finetune', 'rank', 'targets', 'lora_dropout', 'adapter_dtype', 'backend',
   'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
-  'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl',
+  'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'longest_batch_first', 'precision', 'optimizer', 'optimizer_impl',
   'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
   'offload', 'fsdp_version', 'fsdp_wrap', 'device',
   'torch'];
@@ -350,6 +351,7 @@ export function toConfig(s) {
   if (s.finetune !== 'full') c.adapter_dtype = s.adapter_dtype;
   c.optimizer_in_backward = s.optimizer_in_backward;
   c.activation_offload = s.activation_offload;
+  if (s.longest_batch_first !== '') c.longest_batch_first = s.longest_batch_first;
   c.fsdp_version = Number(s.fsdp_version);
   c.fsdp_wrap = s.fsdp_wrap;
   c.loss = s.loss;

@@ -1,5 +1,7 @@
 // Framework profiles and the stack knobs: defaults from each stack's code, overrides, and what each knob
 // moves. The numbers themselves are checked against the stacks' measured steps (accuracy_* tests).
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -164,6 +166,42 @@ TEST_CASE("framework_version picks the revision in force, by release or by date"
     // A version round-trips through the echo.
     j["framework_version"] = "2023-10-16";
     CHECK(config_to_json(parsed(j))["framework_version"] == "2023-10-16");
+    // lit-gpt's finetune scripts put the longest sample first from #184 (2023-06-21) until the data refactor
+    // #950 (2024-02-29) moved them to a shuffled DataLoader.
+    const std::pair<const char*, bool> longest[] = {{"2023-06-20", false}, {"2023-06-21", true}, {"2023-10-16", true},
+                                                    {"2024-02-28", true},  {"2024-02-29", false}, {"0.5.13", false}};
+    for (const auto& [v, first] : longest) {
+        j["framework_version"] = v;
+        INFO(v);
+        CHECK(parsed(j).longest_batch_first == first);
+    }
+}
+
+TEST_CASE("longest_batch_first estimates the run's first micro-batch") {
+    const json lora = {{"method", "lora"}, {"rank", 8}, {"targets", {"query", "value"}}};
+    json j = {{"framework", "litgpt"}, {"model", "llama-2-7b"}, {"seq_len", 1024}, {"grad_accum", 4},
+              {"precision", "bf16-true"}, {"finetune", lora}, {"longest_batch_first", false}};
+    const MemoryEstimate steady = estimate_memory(parsed(j));
+    j["longest_batch_first"] = true;
+    const Config c = parsed(j);
+    const MemoryEstimate first = estimate_memory(c);
+    // No optimizer states before the first step() (torch.optim creates them lazily), no gradients of earlier
+    // micro-batches, and no previous step's logits (LitGPT's loop keeps its fp32 `logits` into the next forward).
+    CHECK(phase_bytes(first, "forward", &Terms::optimizer_states) == 0);
+    CHECK(phase_bytes(first, "forward", &Terms::gradients) == 0);
+    CHECK(phase_bytes(steady, "forward", &Terms::logits) - phase_bytes(first, "forward", &Terms::logits) ==
+          Approx(4.0 * 1024 * 32000));
+    // The optimizer step is the same step either way.
+    CHECK(phase_bytes(first, "optimizer_step", &Terms::optimizer_states) ==
+          phase_bytes(steady, "optimizer_step", &Terms::optimizer_states));
+    CHECK(first.peak_allocated < steady.peak_allocated);
+    // DeepSpeed's ZeRO optimizer creates its states in its constructor (initialize_optimizer_states).
+    json ds = {{"model", "llama-3.2-1b"}, {"strategy", "deepspeed"}, {"zero", 2}, {"gpus", 4}, {"longest_batch_first", true}};
+    CHECK(phase_bytes(estimate_memory(parsed(ds)), "forward", &Terms::optimizer_states) > 0);
+    // The report says which micro-batch it describes.
+    const Report r = make_report(c);
+    CHECK(std::any_of(r.warnings.begin(), r.warnings.end(),
+                      [](const std::string& w) { return w.rfind("longest_batch_first", 0) == 0; }));
 }
 
 TEST_CASE("FSDP composes with tp, pp and cp as FSDP 2; the checks name the field") {

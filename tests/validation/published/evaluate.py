@@ -11,7 +11,7 @@ fitting the GPU instead. Entries marked {"unmodelled": "..."} describe runs with
 not model (torch.compile, float8 linears): the same run without it is estimated, must fit the GPU (the run did),
 and its difference from the published figure is shown apart, outside the error statistics.
 
-    python3 tests/validation/published/evaluate.py [--cli build/dev/cli/vramcalc] [--markdown]
+    python3 tests/validation/published/evaluate.py [--cli build/dev/cli/vramcalc] [--markdown|--check-goal|--check-fits]
 
 Python standard library only.
 """
@@ -75,6 +75,9 @@ def main():
     ap.add_argument("--check-fits", action="store_true",
                     help="only estimate the runs that really ran (fits rows, rows with unmodelled optimisations); "
                          "exit 1 if any is estimated not to fit (the ctest published_runs_fit)")
+    ap.add_argument("--check-goal", action="store_true",
+                    help="exit 1 unless the rows whose setup is fully known meet the goal: median |error| <= 5%%, "
+                         "max <= 10%% (the ctest published_fully_known_goal)")
     args = ap.parse_args()
     cli = find_cli(args.cli)
 
@@ -133,6 +136,14 @@ def main():
                         "known": bool(row.get("setup_fully_known")), "group": source_group(e["id"]),
                         "metric_assumed": row.get("metric") == "unknown",
                         "multi_gpu": e["config"].get("strategy", "single") != "single"})
+
+    if args.check_goal:
+        known = [r for r in results if r["known"]]
+        med, mx = median_max([abs(r["error"]) for r in known])
+        for r in known:
+            print("%-46s %+7.1f%%" % (r["id"], r["error"]))
+        print("%d fully known rows: median |error| %s%%, max %s%% (goal: 5%% and 10%%)" % (len(known), fmt(med), fmt(mx)))
+        return 0 if known and not failures and med <= 5 and mx <= 10 else 1
 
     md = args.markdown
     short = {"peak_allocated_bytes": "allocated", "peak_reserved_bytes": "reserved", "total_bytes": "total"}

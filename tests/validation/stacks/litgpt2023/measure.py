@@ -664,6 +664,8 @@ def analyse(prof, case, facts):
     phase_pk = defaultdict(lambda: (0, -1))
     micro_pk = defaultdict(int)
     iter_pk = defaultdict(int)
+    first_pk = (0, -1)   # the run's first micro-batch: no earlier gradients, optimizer states or previous step
+    first_phase_pk = defaultdict(lambda: (0, -1))
     val_pk = (0, -1)
     setup_pk = defaultdict(lambda: (0, -1))
     left_loss = set()   # iterations whose backward has left the loss path (first block/FSDP allocation seen)
@@ -683,6 +685,11 @@ def analyse(prof, case, facts):
             setup_pk[ph] = (cum, i)
         if it is not None:
             iter_pk[it] = max(iter_pk[it], cum)
+        if it == 0 and ph not in ("validate", "val_forward", "val_loss", "setup"):
+            if cum > first_pk[0]:
+                first_pk = (cum, i)
+            if ph is not None and cum > first_phase_pk[ph][0]:
+                first_phase_pk[ph] = (cum, i)
         if in_last:
             if cum > step_pk[0]:
                 step_pk = (cum, i)
@@ -776,6 +783,11 @@ def analyse(prof, case, facts):
         if phase_pk["loss_backward"][1] >= 0 else None
     m["last_step_micro_phase_peaks"] = OrderedDict(sorted(micro_pk.items()))
     m["iteration_peaks"] = [iter_pk[i] for i in sorted(iter_pk)]
+    # What a longest-first loop's peak is when the first batch is the longest (longest_batch_first).
+    m["first_micro_batch_peak_bytes"] = first_pk[0]
+    m["first_micro_batch_peak_at"] = _where(allocs[first_pk[1]]) if first_pk[1] >= 0 else None
+    m["first_micro_batch_phase_peaks"] = OrderedDict(
+        (ph, {"bytes": v[0], "at": _where(allocs[v[1]])}) for ph, v in sorted(first_phase_pk.items(), key=lambda kv: kv[1][1]))
     m["logits_alive_at_whole_run_peak"] = logits_sized(whole[1])
     m["logits_alive_at_train_peak"] = logits_sized(train_pk[1])
     m["logits_alive_at_last_step_peak"] = logits_sized(step_pk[1])
@@ -798,8 +810,10 @@ def analyse(prof, case, facts):
                               if ph != "setup"}
     gw, tw = groups_at(whole[1])
     gt, tt = groups_at(train_pk[1])
+    gf, tf = groups_at(first_pk[1])
     res["trace"] = {"live_at_whole_run_peak": gw, "live_total_whole": tw,
-                    "live_at_train_peak": gt, "live_total_train": tt}
+                    "live_at_train_peak": gt, "live_total_train": tt,
+                    "live_at_first_micro_batch_peak": gf, "live_total_first": tf}
     return res
 
 
@@ -847,6 +861,9 @@ def vramcalc_config(case):
     cfg.update([
         ("attention", "flash"), ("loss", "chunked"), ("loss_chunks", -(-case["seq"] // 128)), ("lm_head_chunks", True),
         ("adapter_dtype", "base"),
+        # Every sample has the same length, so the whole run peaks in a steady step, not in the first micro-batch
+        # that lora.py gives the longest sample (first_micro_batch_peak_bytes is that one's peak).
+        ("longest_batch_first", False),
         ("device", "cpu"), ("gpu", {"name": "cpu", "memory_gib": 1000}),
     ])
     if case["devices"] == 2:
@@ -966,7 +983,9 @@ def main():
                 c["name"], r["rank"], r["measured"]["whole_run_peak_bytes"], r["measured"]["whole_run_peak_at"],
                 r["measured"]["train_peak_bytes"], r["measured"]["train_peak_at"]))
             for title, key, tot in (("live at the whole-run peak", "live_at_whole_run_peak", "live_total_whole"),
-                                    ("live at the training peak", "live_at_train_peak", "live_total_train")):
+                                    ("live at the training peak", "live_at_train_peak", "live_total_train"),
+                                    ("live at the first micro-batch's peak", "live_at_first_micro_batch_peak",
+                                     "live_total_first")):
                 trace.append("  -- %s (total %d B), by iteration | phase | op (autograd node):" % (
                     title, r["trace"][tot]))
                 for k, b, n in r["trace"][key]:
