@@ -139,7 +139,7 @@ double single_norm_bytes(const Config& c) { return single_norm_bytes(c, base_wei
 // per projection (autocast caches casts of leaf weights only).
 double norm_output_bytes(const Config& c, double projections) {
     const double nh = tokens(c) * double(c.model.hidden);
-    return autocast(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
+    return fp32_residual(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
 }
 
 // LoRA's A projections keep their output for B's weight gradient, in the adapters' dtype, beside the input the
@@ -221,7 +221,7 @@ namespace {
 // The normalised inputs the attention and MLP projections save for their weight gradients.
 double projection_input_bytes(const Config& c) {
     const Architecture& a = c.model;
-    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !autocast(c);
+    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !fp32_residual(c);
     double bytes = 0;
     if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
     if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
@@ -541,7 +541,7 @@ double layer_output_gradient_bytes(const Config& c) {
 // Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again (4-bit weights are
 // dequantized one projection at a time instead, a transient like any other).
 double recast_layer_weight_bytes(const Config& c) {
-    if (!autocast(c) || c.finetune.method == FinetuneMethod::qlora) return 0;
+    if (!fp32_residual(c) || c.finetune.method == FinetuneMethod::qlora) return 0;
     return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
 }
 

@@ -71,6 +71,12 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (c.pp > 1 && c.pp_stages_per_rank > 1 && c.pp * c.pp_stages_per_rank > a.layers)
         err("pp_stages_per_rank", "pp x pp_stages_per_rank (" + std::to_string(c.pp * c.pp_stages_per_rank) +
                                       ") exceeds the model's layers");
+    if ((c.precision == Precision::bf16_base_mixed || c.precision == Precision::fp16_base_mixed) &&
+        (c.finetune.method == FinetuneMethod::full || (c.strategy != Strategy::single && c.strategy != Strategy::ddp)))
+        err("precision", std::string(to_string(c.precision)) +
+                             " is the adapter recipe on one GPU or DDP (16-bit frozen base, fp32 adapters, autocast): " +
+                             (c.finetune.method == FinetuneMethod::full ? "with full fine-tuning use \"bf16-mixed\""
+                                                                        : "under this strategy use \"bf16-mixed\" or \"bf16-true\""));
     if (c.strategy == Strategy::deepspeed &&
         (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");

@@ -17,11 +17,13 @@ using nlohmann::json;
 
 namespace {
 
-const Names<Precision, 5> kPrecision{{{Precision::fp32_true, "32-true"},
+const Names<Precision, 7> kPrecision{{{Precision::fp32_true, "32-true"},
                                       {Precision::bf16_mixed, "bf16-mixed"},
                                       {Precision::fp16_mixed, "16-mixed"},
                                       {Precision::bf16_true, "bf16-true"},
-                                      {Precision::fp16_true, "16-true"}}};
+                                      {Precision::fp16_true, "16-true"},
+                                      {Precision::bf16_base_mixed, "bf16-base-mixed"},
+                                      {Precision::fp16_base_mixed, "16-base-mixed"}}};
 const Names<Optimizer, 8> kOptimizer{{{Optimizer::adamw, "adamw"},
                                       {Optimizer::paged_adamw, "paged-adamw"},
                                       {Optimizer::paged_adamw_8bit, "paged-adamw-8bit"},
@@ -341,6 +343,10 @@ ParsedConfig parse_config(const json& v) {
     }
     r.choice("attention", c.attention, kAttention);
     r.choice("strategy", c.strategy, kStrategy);
+    // Adapters over a stack whose default is bf16 autocast get the PEFT recipe: the frozen base in bf16.
+    if (!v.contains("precision") && c.precision == Precision::bf16_mixed && c.finetune.method != FinetuneMethod::full &&
+        (c.strategy == Strategy::single || c.strategy == Strategy::ddp))
+        c.precision = Precision::bf16_base_mixed;
     r.integer("gpus", c.gpus, 1, kMaxGpus);
     c.zero = c.strategy == Strategy::fsdp ? 3 : 0;  // FSDP's default is FULL_SHARD
     std::uint64_t zero = std::uint64_t(c.zero);

@@ -254,7 +254,12 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.precision == Precision::fp32_true)
         out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
                        "activations and logits drop to 16-bit while weights stay fp32"});
-    if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
+    const bool adapters = c.finetune.method != FinetuneMethod::full;
+    const bool one_gpu_or_ddp = c.strategy == Strategy::single || c.strategy == Strategy::ddp;
+    if (c.precision == Precision::bf16_mixed && adapters && one_gpu_or_ddp)
+        out.push_back({"Load the frozen base in bf16 (bf16-base-mixed)", {{"precision", "bf16-base-mixed"}},
+                       "the frozen weights halve; the adapters, their gradients and states stay fp32"});
+    else if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
         out.push_back({"Keep weights in bf16 (bf16-true)", {{"precision", "bf16-true"}},
                        "weights, gradients and optimizer states halve; watch for precision loss in updates"});
     if (c.micro_batch > 1) {
@@ -329,9 +334,11 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
         c.strategy != Strategy::megatron && c.strategy != Strategy::deepspeed)
         out.push_back({"Paged 8-bit AdamW (bitsandbytes)", {{"optimizer", "paged-adamw-8bit"}},
                        "8-bit states in CUDA unified memory, paged out to CPU RAM when the GPU runs short"});
+    // With adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
+    nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}};
+    if (c.precision == Precision::bf16_mixed && one_gpu_or_ddp) lora["precision"] = "bf16-base-mixed";
     if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
-        out.push_back({"LoRA (rank 16) instead of full fine-tuning",
-                       {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}},
+        out.push_back({"LoRA (rank 16) instead of full fine-tuning", lora,
                        "only the adapters have gradients and optimizer states"});
     if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
         out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)",
@@ -354,7 +361,7 @@ Report make_report(const Config& c) {
             Config changed;
             if (!apply(c, cand.patch, changed)) continue;
             const MemoryEstimate m = estimate_memory(changed);
-            if (m.total >= r.memory.total) continue;
+            if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show
             r.suggestions.push_back({cand.change, cand.patch, m.total, m.fits,
                                      cand.why + " (saves " + gib(r.memory.total - m.total) + ")"});
         }
@@ -379,7 +386,8 @@ Report make_report(const Config& c) {
     }
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
-    const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true;
+    const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||
+                      c.precision == Precision::bf16_base_mixed;
     if (bf16 && c.device == Device::cuda && c.gpu.id != "custom" && c.gpu.bf16_tflops == 0)
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
     if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
@@ -395,8 +403,9 @@ Report make_report(const Config& c) {
         warn("DeepSpeed and Megatron-LM step with their own fused optimizers: optimizer_impl does not apply");
     if ((c.optimizer == Optimizer::adamw_8bit || paged(c.optimizer)) && c.offload != Offload::none)
         warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
-    if (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true)
-        warn("pure 16-bit training: small updates can round away without fp32 master weights");
+    // Only where what trains is 16-bit (PEFT keeps fp32 adapters over a 16-bit base).
+    if ((c.precision == Precision::bf16_true || c.precision == Precision::fp16_true) && trainable_element_bytes(c) < 4)
+        warn("pure 16-bit training: small updates to the trainable weights can round away without fp32 master weights");
     for (const std::string& note : c.notes) warn(note);
     if (c.longest_batch_first)
         warn("longest_batch_first: the estimate is of the first micro-batch, seq_len tokens long; later micro-batches, "

@@ -5,10 +5,20 @@
 
 namespace vramcalc::detail {
 
-inline bool mixed(const Config& c) { return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed; }
+inline bool base_mixed(const Config& c) {
+    return c.precision == Precision::bf16_base_mixed || c.precision == Precision::fp16_base_mixed;
+}
+inline bool mixed(const Config& c) {
+    return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed || base_mixed(c);
+}
+// LoRA over a 16-bit frozen base under autocast: weights, embeddings and the residual stream are 16-bit. (QLoRA's
+// non-4-bit weights are fp32 either way: PEFT's prepare_model_for_kbit_training casts them.)
+inline bool half_base(const Config& c) { return base_mixed(c) && c.finetune.method == FinetuneMethod::lora; }
 inline bool half_model(const Config& c) { return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron; }
 // torch.autocast over fp32 weights; FSDP's MixedPrecision instead runs the gathered 16-bit parameters.
 inline bool autocast(const Config& c) { return mixed(c) && !half_model(c) && c.strategy != Strategy::fsdp; }
+// The residual stream and the norms' outputs in fp32: autocast over fp32 weights.
+inline bool fp32_residual(const Config& c) { return autocast(c) && !half_base(c); }
 inline bool deepspeed(const Config& c, int min_stage) { return c.strategy == Strategy::deepspeed && c.zero >= min_stage; }
 inline bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
 inline bool offloaded(const Config& c) { return c.offload != Offload::none; }

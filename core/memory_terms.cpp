@@ -34,13 +34,6 @@ std::vector<Tensor> trainable_tensors(const Config& c) {
     return stage;
 }
 
-// PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
-// Megatron cast the whole module to 16-bit and keep fp32 master weights instead.
-double trainable_element_bytes(const Config& c) {
-    const bool fp32_adapters = !trains_all_weights(c) && !half_model(c) && c.adapter_dtype == AdapterDtype::fp32;
-    return fp32_adapters ? 4 : weight_element_bytes(c);
-}
-
 double state_element_bytes(const Config& c) {
     // torch.optim creates states with zeros_like(param); with master weights they follow the fp32 copy.
     return has_master_weights(c) || trainable_element_bytes(c) == 4 ? 4 : 2;
@@ -60,8 +53,16 @@ double nf4_bytes_per_param(const Config& c) {
 
 }  // namespace
 
+// PEFT keeps LoRA adapters in fp32 whatever the base model's dtype (autocast_adapter_dtype); DeepSpeed and
+// Megatron cast the whole module to 16-bit and keep fp32 master weights instead.
+double trainable_element_bytes(const Config& c) {
+    const bool fp32_adapters = !trains_all_weights(c) && !half_model(c) && c.adapter_dtype == AdapterDtype::fp32;
+    return fp32_adapters ? 4 : weight_element_bytes(c);
+}
+
 double weight_element_bytes(const Config& c) {
     if (c.precision == Precision::fp32_true) return 4;
+    if (half_base(c)) return 2;
     if (mixed(c)) return half_model(c) ? 2 : 4;  // autocast keeps fp32 weights; DeepSpeed/Megatron keep 16-bit
     return 2;
 }
@@ -73,7 +74,7 @@ double gradient_element_bytes(const Config& c) {
 
 double compute_element_bytes(const Config& c) { return c.precision == Precision::fp32_true ? 4 : 2; }
 
-double residual_element_bytes(const Config& c) { return autocast(c) ? 4 : compute_element_bytes(c); }
+double residual_element_bytes(const Config& c) { return fp32_residual(c) ? 4 : compute_element_bytes(c); }
 
 bool has_master_weights(const Config& c) { return mixed(c) && half_model(c); }
 
@@ -236,6 +237,7 @@ double autocast_weight_copy_bytes(const Config& c) {
     const double linear = layers + double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
+    if (half_base(c)) bytes = trainable_stage_params(c) * compute_element_bytes(c);  // only the fp32 adapters cast
     if (deepspeed(c, 3) || fsdp(c, 2)) return 0;  // FSDP casts per unit (see gathered_parameter_bytes)
     return bytes;
 }

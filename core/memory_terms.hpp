@@ -7,6 +7,7 @@ namespace vramcalc {
 
 // Element sizes.
 double weight_element_bytes(const Config&);     // how the model's weights are stored on the GPU
+double trainable_element_bytes(const Config&);  // the trainable weights (PEFT keeps adapters in fp32)
 double gradient_element_bytes(const Config&);   // the gradients backward produces
 double compute_element_bytes(const Config&);    // matmul inputs/outputs
 double residual_element_bytes(const Config&);   // the residual stream between layers

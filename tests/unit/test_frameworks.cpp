@@ -272,3 +272,51 @@ TEST_CASE("torchtitan's per-op selective checkpointing keeps what the measured l
     CHECK(per_layer_cache(1) == Approx(959424.0 - 136128.0));
     CHECK(per_layer_cache(2) == Approx(678848.0 - 70592.0));
 }
+
+TEST_CASE("adapters default to the PEFT recipe: a 16-bit frozen base, fp32 adapters, autocast") {
+    const json lora = {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}};
+    json j = {{"model", "llama-3-8b"}, {"gpu", "a100-40gb"}, {"finetune", lora}};
+    Config c = parsed(j);
+    CHECK(c.precision == Precision::bf16_base_mixed);
+    CHECK(config_to_json(c)["precision"] == "bf16-base-mixed");
+    // The usual recipe fits where fp32 frozen weights (bf16-mixed) do not.
+    CHECK(estimate_memory(c).fits);
+    j["precision"] = "bf16-mixed";
+    const MemoryEstimate fp32_base = estimate_memory(parsed(j));
+    CHECK_FALSE(fp32_base.fits);
+    // The frozen weights halve; the adapters' states stay fp32 (8 bytes per trainable parameter for AdamW).
+    const MemoryEstimate recipe = estimate_memory(c);
+    CHECK(phase_bytes(recipe, "optimizer_step", &Terms::optimizer_states) ==
+          Approx(phase_bytes(fp32_base, "optimizer_step", &Terms::optimizer_states)));
+    CHECK(phase_bytes(recipe, "forward", &Terms::weights) < 0.55 * phase_bytes(fp32_base, "forward", &Terms::weights));
+    // FSDP and full fine-tuning keep bf16-mixed; an explicit precision wins; a stack's own default stays.
+    j.erase("precision");
+    j["strategy"] = "fsdp", j["gpus"] = 2;
+    CHECK(parsed(j).precision == Precision::bf16_mixed);
+    j = {{"model", "llama-3-8b"}, {"finetune", lora}, {"precision", "bf16-true"}};
+    CHECK(parsed(j).precision == Precision::bf16_true);
+    j = {{"model", "llama-3-8b"}, {"framework", "torchtune"}, {"finetune", lora}};
+    CHECK(parsed(j).precision == Precision::bf16_true);
+    // The recipe is refused where it does not apply, naming the field.
+    for (const json& bad : {json{{"model", "llama-3-8b"}, {"precision", "bf16-base-mixed"}},
+                            json{{"model", "llama-3-8b"}, {"precision", "bf16-base-mixed"}, {"finetune", lora},
+                                 {"strategy", "deepspeed"}, {"gpus", 2}}}) {
+        const ParsedConfig p = parse_config(bad);
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == "precision");
+    }
+    // No "pure 16-bit" warning when what trains is fp32 (PEFT's adapters over a bf16 base).
+    j = {{"model", "llama-3-8b"}, {"finetune", lora}, {"precision", "bf16-true"}};
+    const Report r = make_report(parsed(j));
+    CHECK(std::none_of(r.warnings.begin(), r.warnings.end(),
+                       [](const std::string& w) { return w.find("pure 16-bit") != std::string::npos; }));
+    // Full fine-tuning's LoRA suggestion comes with the recipe's precision.
+    j = {{"model", "llama-3-8b"}, {"gpu", "a100-40gb"}};
+    bool found = false;
+    for (const Suggestion& s : make_report(parsed(j)).suggestions)
+        if (s.patch.contains("finetune") && s.patch["finetune"].is_object() && s.patch["finetune"]["method"] == "lora") {
+            found = true;
+            CHECK(s.patch["precision"] == "bf16-base-mixed");
+        }
+    CHECK(found);
+}

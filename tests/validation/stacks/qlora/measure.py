@@ -17,7 +17,7 @@ nothing downloaded) the way a PEFT QLoRA script does:
           (PEFT casts the adapters to fp32: autocast_adapter_dtype=True)
 
 The step is HF Trainer's: ``outputs = model(input_ids=ids, labels=ids.clone())`` under
-``torch.autocast("cpu", bfloat16)`` when precision is bf16-mixed (Trainer bf16=True), ``loss = outputs.loss``,
+``torch.autocast("cpu", bfloat16)`` when precision is bf16-mixed or bf16-base-mixed (Trainer bf16=True), ``loss = outputs.loss``,
 ``del outputs``, ``loss.backward()``, ``AdamW(lr 1e-3, wd 0.01, foreach=False).step()``.  3 steps, the 3rd
 is measured.
 
@@ -131,6 +131,8 @@ for _gc, _sfx in (("none", ""), ("nonreentrant", "_gc")):
     # plain LoRA on the same model: bf16 weights (no autocast), and fp32 weights under bf16 autocast
     _case("lora_bf16true" + _sfx, "lora", "bf16-true", _gc, load="bf16")
     _case("lora_bf16mixed" + _sfx, "lora", "bf16-mixed", _gc, load="fp32")
+    # the PEFT recipe: from_pretrained(dtype=bf16), fp32 adapters, Trainer bf16=True (autocast)
+    _case("lora_bf16base_mixed" + _sfx, "lora", "bf16-base-mixed", _gc, load="bf16")
     # QLoRA, prepare_model_for_kbit_training (fp32 non-4-bit weights), Trainer bf16=True (autocast)
     _case("qlora_dq_cbf16_mixed" + _sfx, "qlora", "bf16-mixed", _gc, dq=True, compute="bf16")
     _case("qlora_nodq_cbf16_mixed" + _sfx, "qlora", "bf16-mixed", _gc, dq=False, compute="bf16")
@@ -238,7 +240,7 @@ def make_batch(case):
 
 
 def autocast_ctx(case):
-    if case["precision"] == "bf16-mixed":
+    if case["precision"] in ("bf16-mixed", "bf16-base-mixed"):
         return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
@@ -620,7 +622,7 @@ def run_one(case, path, args, tout):
     hf = OrderedDict([("recipe", "from_pretrained(quantization_config=BitsAndBytesConfig(...), dtype=bf16) + "
                                  "prepare_model_for_kbit_training" if case["method"] == "qlora" else
                                  "from_pretrained(dtype=%s)" % case["load_dtype"]),
-                      ("attn_implementation", "sdpa"), ("autocast", case["precision"] == "bf16-mixed"),
+                      ("attn_implementation", "sdpa"), ("autocast", case["precision"] in ("bf16-mixed", "bf16-base-mixed")),
                       ("gradient_checkpointing", case["gc"]),
                       ("lora", {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": TARGETS,
                                 "adapter_dtype": "fp32 (autocast_adapter_dtype=True)"}),
