@@ -16,6 +16,9 @@ const char* kUsage =
     "usage: vramcalc estimate FILE|- [--table]   per-GPU memory of a training run\n"
     "       vramcalc sweep FILE|-                 peak memory over a micro_batch x seq_len grid\n"
     "       vramcalc deepspeed FILE|-             a DeepSpeed config matching the settings\n"
+    "       vramcalc exports FILE|-               every launch config and command that fits the settings\n"
+    "       vramcalc export ID FILE|-             the text of one of them (deepspeed, accelerate, training-arguments,\n"
+    "                                             torchrun, litgpt, torchtune, megatron)\n"
     "       vramcalc adamw FILE|-                 the scalar AdamW reference step\n"
     "       vramcalc presets                      model presets, GPU catalog, worked scenarios\n"
     "       vramcalc bench [SECONDS]              estimates per second\n";
@@ -48,17 +51,50 @@ int print_result(const vramcalc::ApiResult& r, bool table) {
     return 2;
 }
 
+// `export ID FILE|-`: the export's text; exit 1 when it does not apply to the configuration.
+int print_export(const std::string& id, const std::string& input) {
+    const std::string ids = "deepspeed, accelerate, training-arguments, torchrun, litgpt, torchtune, megatron";
+    if ((", " + ids + ", ").find(", " + id + ", ") == std::string::npos) {
+        std::cerr << "error: unknown export " << nlohmann::json(id).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "; exports: " << ids << "\n";
+        return 2;
+    }
+    const vramcalc::ApiResult r = vramcalc::exports_json(input);
+    if (!r.ok) return print_result(r, false);
+    const nlohmann::json exports = nlohmann::json::parse(r.json)["exports"];
+    std::string offered;
+    for (const auto& e : exports) {
+        if (e["id"] == id) {
+            std::cout << e["text"].get<std::string>();
+            return 0;
+        }
+        offered += (offered.empty() ? "" : ", ") + e["id"].get<std::string>();
+    }
+    std::cerr << "error: the export " << id << " does not apply to this configuration; it offers: "
+              << (offered.empty() ? "none" : offered) << "\n";
+    return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "export" && argc == 4) {
+        std::string input;
+        if (!read_input(argv[3], input)) {
+            std::cerr << "error: cannot read " << argv[3] << "\n";
+            return 2;
+        }
+        return print_export(argv[2], input);
+    }
     if (cmd == "presets" && argc == 2) {
         std::cout << vramcalc::presets_json() << "\n";
         return 0;
     }
     if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);
     const bool table = argc == 4 && std::string(argv[3]) == "--table" && cmd == "estimate";
-    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "adamw") && (argc == 3 || table)) {
+    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw") &&
+        (argc == 3 || table)) {
         std::string input;
         if (!read_input(argv[2], input)) {
             std::cerr << "error: cannot read " << argv[2] << "\n";
@@ -67,6 +103,7 @@ int main(int argc, char** argv) {
         if (cmd == "estimate") return print_result(vramcalc::estimate_json(input), table);
         if (cmd == "sweep") return print_result(vramcalc::sweep_json(input), false);
         if (cmd == "deepspeed") return print_result(vramcalc::deepspeed_json(input), false);
+        if (cmd == "exports") return print_result(vramcalc::exports_json(input), false);
         return print_result(vramcalc::adamw_json(input), false);
     }
     std::cerr << kUsage;

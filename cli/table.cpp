@@ -13,6 +13,41 @@ std::string gib(double b) {
     std::snprintf(s, sizeof s, "%9.2f GiB", b / (1024.0 * 1024 * 1024));
     return s;
 }
+// What the estimate rests on: the closest measured groups, then the terms nothing measured.
+std::string format_evidence(const nlohmann::json& e) {
+    std::string out = "Evidence: " + e["summary"].get<std::string>() + "\n";
+    char line[512];
+    std::size_t shown = 0;
+    for (const auto& g : e["measured"]) {
+        if (++shown > 3) break;
+        std::string errors = "no figure";
+        if (!g["median_error"].is_null()) {
+            std::snprintf(line, sizeof line, "median |error| %.2f%%, max %.2f%%", g["median_error"].get<double>(),
+                          g["max_error"].get<double>());
+            errors = line;
+        }
+        if (g.contains("ran"))
+            errors += ", " + std::to_string(g["ran_estimated_to_fit"].get<std::size_t>()) + " of " +
+                      std::to_string(g["ran"].get<std::size_t>()) + " runs that ran fit";
+        std::snprintf(line, sizeof line, "  %3zu %s (%s), %s: %s\n", g["cases"].get<std::size_t>(),
+                      g["set"].get<std::string>().c_str(),
+                      g["source"] == "cpu" ? "measured on CPU" : "published GPU figures",
+                      g["group"].get<std::string>().c_str(), errors.c_str());
+        out += line;
+    }
+    std::size_t more_cases = e.contains("more") ? e["more"]["cases"].get<std::size_t>() : 0;
+    for (std::size_t i = 3; i < e["measured"].size(); ++i) more_cases += e["measured"][i]["cases"].get<std::size_t>();
+    if (more_cases) out += "  and " + std::to_string(more_cases) + " more cases in looser groups\n";
+    std::string terms;
+    for (const auto& a : e["allowances"]) {
+        std::string bytes = gib(a["bytes"].get<double>());
+        bytes = a["term"] == "nccl_buffers" ? "not counted" : bytes.substr(bytes.find_first_not_of(' '));
+        terms += (terms.empty() ? "" : ", ") + a["term"].get<std::string>() + " " + bytes;
+    }
+    if (!terms.empty()) out += "  not measured: " + terms + "\n";
+    return out;
+}
+
 }  // namespace
 
 std::string format_table(const std::string& report_json) {
@@ -41,6 +76,7 @@ std::string format_table(const std::string& report_json) {
                       gib(s["total_bytes"].get<double>()).c_str(), s["fits"].get<bool>() ? "fits" : "");
         out += line;
     }
+    if (r.contains("evidence")) out += format_evidence(r["evidence"]);
     for (const auto& w : r["warnings"]) out += "warning: " + w.get<std::string>() + "\n";
     return out;
 }

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_json.hpp"
+#include "exports.hpp"
 #include "json_text.hpp"
 #include "model_catalog.hpp"
 #include "presets.hpp"
@@ -58,6 +59,15 @@ ApiResult deepspeed_json(const std::string& config_json) {
         p.errors.push_back({"strategy", "a DeepSpeed config needs strategy \"deepspeed\""});
     if (!p.ok()) return failure(p.errors);
     return {true, dump(deepspeed_config(p.config))};
+}
+
+ApiResult exports_json(const std::string& config_json) {
+    const ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    json list = json::array();
+    for (const Export& e : exports_for(p.config))
+        list.push_back({{"id", e.id}, {"title", e.title}, {"filename", e.filename}, {"language", e.language}, {"text", e.text}});
+    return {true, dump({{"exports", list}})};
 }
 
 ApiResult sweep_json(const std::string& request_json) {

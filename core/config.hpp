@@ -52,8 +52,13 @@ struct Gpu {
     std::string id;    // catalog id, or "custom"
     std::string name;
     double memory_gib = 80;
-    double bandwidth_gbps = 0;   // GB/s, 0 when unknown
-    double bf16_tflops = 0;      // dense, 0 when unknown
+    double bandwidth_gbps = 0;   // HBM, GB/s, 0 when unknown
+    double bf16_tflops = 0;      // dense tensor-core peak, 0 when unknown (or no bf16)
+    double fp16_tflops = 0;      // dense tensor-core peak
+    double fp32_tflops = 0;      // without tensor cores (PyTorch's default fp32 matmul)
+    double link_gbps = 0;        // to the other GPUs of a node, per direction: NVLink, else PCIe
+    double pcie_gbps = 0;        // to the host, per direction
+    double network_gbps = 0;     // across nodes, per GPU, in the vendor's reference system (DGX/HGX)
 };
 
 struct Config {
@@ -94,6 +99,12 @@ struct Config {
     bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
     bool longest_batch_first = false;     // the estimate is of the run's first micro-batch, seq_len long
     bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
+    // The machine and the run, for time and cost (step_time.cpp).
+    std::uint64_t gpus_per_node = 8;
+    double inter_node_gbps = 0;           // per GPU, GB/s (0: the GPU's reference system)
+    double train_tokens = 0;              // the run's tokens, or epochs x dataset_tokens
+    double epochs = 0, dataset_tokens = 0;
+    double price_per_gpu_hour = 0;        // in the user's currency; no built-in prices
     int fsdp_version = 1;
     FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both

@@ -241,7 +241,7 @@ void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
         errors.push_back({"gpu", "unknown GPU " + show(*v) + "; catalog: " + ids});
     } else if (v->is_object()) {
         Reader r(*v, "gpu.", errors);
-        c.gpu = Gpu{"custom", "Custom GPU", 0, 0, 0};
+        c.gpu = Gpu{"custom", "Custom GPU", 0, 0, 0, 0, 0, 0, 0, 0};
         if (const json* n = r.find("name")) {
             if (n->is_string() && n->get_ref<const std::string&>().size() <= 100)
                 c.gpu.name = n->get<std::string>();
@@ -250,7 +250,15 @@ void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
         }
         if (!r.has("memory_gib")) r.fail("memory_gib", "is required for a custom GPU");
         r.number("memory_gib", c.gpu.memory_gib, 0.0625, 1 << 20, false);
-        r.reject_unknown("name, memory_gib");
+        // Optional, for the step time: dense TFLOP/s and GB/s as in the catalog.
+        r.number("bf16_tflops", c.gpu.bf16_tflops, 0, 1e6, false);
+        c.gpu.fp16_tflops = c.gpu.bf16_tflops;
+        r.number("fp16_tflops", c.gpu.fp16_tflops, 0, 1e6, false);
+        r.number("fp32_tflops", c.gpu.fp32_tflops, 0, 1e6, false);
+        r.number("bandwidth_gbps", c.gpu.bandwidth_gbps, 0, 1e6, false);
+        r.number("link_gbps", c.gpu.link_gbps, 0, 1e6, false);
+        r.number("pcie_gbps", c.gpu.pcie_gbps, 0, 1e6, false);
+        r.reject_unknown("name, memory_gib, bf16_tflops, fp16_tflops, fp32_tflops, bandwidth_gbps, link_gbps, pcie_gbps");
     } else {
         errors.push_back({"gpu", "must be a catalog id or {\"name\", \"memory_gib\"}, got " + show(*v)});
     }
@@ -379,6 +387,12 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("activation_offload", c.activation_offload);
     r.boolean("longest_batch_first", c.longest_batch_first);
     r.boolean("compile", c.compile);
+    r.integer("gpus_per_node", c.gpus_per_node, 1, 1024);
+    r.number("inter_node_gbps", c.inter_node_gbps, 0, 1e6, false);
+    r.number("train_tokens", c.train_tokens, 0, 1e18, false);
+    r.number("epochs", c.epochs, 0, 1e6, false);
+    r.number("dataset_tokens", c.dataset_tokens, 0, 1e18, false);
+    r.number("price_per_gpu_hour", c.price_per_gpu_hour, 0, 1e6, false);
     std::uint64_t fsdp_version = std::uint64_t(c.fsdp_version);
     r.integer("fsdp_version", fsdp_version, 1, 2);
     c.fsdp_version = int(fsdp_version);
@@ -387,7 +401,8 @@ ParsedConfig parse_config(const json& v) {
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
-                               "compile", "fsdp_version", "fsdp_wrap"}));
+                               "compile", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
+                               "price_per_gpu_hour", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
     if (errors.empty()) check_consistency(c, errors);
@@ -454,6 +469,12 @@ json config_to_json(const Config& c) {
         }
     }
     json gpu = c.gpu.id == "custom" ? json{{"name", c.gpu.name}, {"memory_gib", c.gpu.memory_gib}} : json(c.gpu.id);
+    if (c.gpu.id == "custom")
+        for (const auto& [key, value] : {std::pair<const char*, double>{"bf16_tflops", c.gpu.bf16_tflops},
+                                         {"fp16_tflops", c.gpu.fp16_tflops}, {"fp32_tflops", c.gpu.fp32_tflops},
+                                         {"bandwidth_gbps", c.gpu.bandwidth_gbps}, {"link_gbps", c.gpu.link_gbps},
+                                         {"pcie_gbps", c.gpu.pcie_gbps}})
+            if (value > 0) gpu[key] = value;
     return {{"framework", c.framework->name},
             {"framework_version", c.framework_version.empty() ? c.framework->since_release : c.framework_version},
             {"model", model},
@@ -489,6 +510,12 @@ json config_to_json(const Config& c) {
             {"activation_offload", c.activation_offload},
             {"longest_batch_first", c.longest_batch_first},
             {"compile", c.compile},
+            {"gpus_per_node", c.gpus_per_node},
+            {"inter_node_gbps", c.inter_node_gbps},
+            {"train_tokens", c.train_tokens},
+            {"epochs", c.epochs},
+            {"dataset_tokens", c.dataset_tokens},
+            {"price_per_gpu_hour", c.price_per_gpu_hour},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
 }

@@ -5,6 +5,7 @@
 
 #include "architecture.hpp"
 #include "config_json.hpp"
+#include "memory_common.hpp"
 #include "memory_terms.hpp"
 
 namespace vramcalc {
@@ -219,6 +220,12 @@ std::uint64_t max_micro_batch(const Config& base) {
 
 namespace {
 
+std::string number_text(double v) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%g", v);
+    return s;
+}
+
 std::string gib(double bytes) {
     char s[32];
     std::snprintf(s, sizeof s, "%.1f GiB", bytes / kGiB);
@@ -306,6 +313,10 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
         (c.strategy == Strategy::single || c.strategy == Strategy::fsdp))
         out.push_back({"Optimizer step in backward", {{"optimizer_in_backward", true}},
                        "each gradient is applied and freed as soon as backward produces it (torchtune's optimizer_in_bwd)"});
+    if (detail::fsdp1_mixed_units(c))
+        out.push_back({"FSDP 2 instead of FSDP 1 for LoRA", {{"fsdp_version", 2}},
+                       "FSDP 1's units mixing frozen and LoRA weights give the whole flat parameter a gradient; FSDP 2 "
+                       "shards per parameter, so only the adapters get one"});
     if (c.strategy == Strategy::deepspeed && c.zero < 3)
         out.push_back({"ZeRO stage " + std::to_string(c.zero + 1), {{"zero", c.zero + 1}},
                        "shards more of the model states across the data-parallel GPUs"});
@@ -362,8 +373,10 @@ Report make_report(const Config& c) {
             if (!apply(c, cand.patch, changed)) continue;
             const MemoryEstimate m = estimate_memory(changed);
             if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show
+            const StepTime t = estimate_step_time(changed);
             r.suggestions.push_back({cand.change, cand.patch, m.total, m.fits,
-                                     cand.why + " (saves " + gib(r.memory.total - m.total) + ")"});
+                                     cand.why + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
+                                     t.lower_bound, changed.gpus});
         }
         // More GPUs, fully sharded, when the model states alone are the problem.
         if (c.strategy != Strategy::megatron) {
@@ -377,13 +390,27 @@ Report make_report(const Config& c) {
                 if (!apply(c, patch, changed)) break;
                 const MemoryEstimate m = estimate_memory(changed);
                 if (m.fits) {
+                    const StepTime t = estimate_step_time(changed);
                     r.suggestions.push_back({"Shard over " + std::to_string(g) + " GPUs", patch, m.total, true,
-                                             "model states split " + std::to_string(g) + " ways"});
+                                             "model states split " + std::to_string(g) + " ways", t.step,
+                                             t.lower_bound, changed.gpus});
                     break;
                 }
             }
         }
     }
+
+    // Those that fit first; among them the fastest step (unknown times last), then the fewest GPUs.
+    std::stable_sort(r.suggestions.begin(), r.suggestions.end(), [](const Suggestion& a, const Suggestion& b) {
+        if (a.fits != b.fits) return a.fits;
+        if (!a.fits) return false;
+        if (a.time_is_bound != b.time_is_bound) return b.time_is_bound;  // a lower bound ranks after a full time
+        const double ta = a.step_time > 0 ? a.step_time : 1e300, tb = b.step_time > 0 ? b.step_time : 1e300;
+        if (ta != tb) return ta < tb;
+        return a.gpus < b.gpus;
+    });
+    r.time = estimate_step_time(c);
+    r.run = estimate_run_cost(c, r.time);
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||
@@ -415,6 +442,14 @@ Report make_report(const Config& c) {
              "the activations are an upper bound (compiled graphs also keep their own workspace)");
     if (c.gpus > 1 && c.device == Device::cuda)
         warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
+    if (r.time.known && r.time.lower_bound)
+        warn("step time: the CPU's optimizer step under offload and activation offloading's copies are not timed, "
+             "so it is a lower bound");
+    if (r.time.known && c.gpus > c.gpus_per_node && c.inter_node_gbps == 0 && c.gpu.network_gbps == 0)
+        warn("step time: " + c.gpu.name + " has no reference multi-node system; the network is taken as " +
+             number_text(kAssumedNetworkGbps) + " GB/s per GPU: set inter_node_gbps");
+    if (!r.time.known && c.device == Device::cuda)
+        warn("step time: no dense peak is known for " + c.gpu.name + " in this precision");
     if (c.device == Device::cpu)
         warn("device \"cpu\" models PyTorch's CPU kernels for validation: no CUDA context or allocator overhead");
     return r;

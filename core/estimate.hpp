@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.hpp"
+#include "step_time.hpp"
 
 namespace vramcalc {
 
@@ -48,14 +49,19 @@ struct Suggestion {
     double total = 0;       // total_bytes after the change
     bool fits = false;
     std::string why;
+    double step_time = 0;   // seconds of one optimizer step after the change (0: unknown)
+    bool time_is_bound = false;  // step_time is a lower bound (offload)
+    std::uint64_t gpus = 1;
 };
 
 struct Report {
     Config config;
     MemoryEstimate memory;
     std::uint64_t max_micro_batch = 0;  // 0 when not even 1 fits
-    std::vector<Suggestion> suggestions;
+    std::vector<Suggestion> suggestions;  // those that fit first, fastest first, then on fewer GPUs
     std::vector<std::string> warnings;
+    StepTime time;
+    RunCost run;
 };
 
 // The fast path: the breakdown alone.

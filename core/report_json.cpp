@@ -1,8 +1,11 @@
 #include "report_json.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "config_json.hpp"
+#include "evidence.hpp"
 
 namespace vramcalc {
 
@@ -10,6 +13,19 @@ using nlohmann::json;
 
 namespace {
 std::uint64_t bytes(double b) { return b <= 0 ? 0 : std::uint64_t(std::llround(b)); }
+// Seconds, tokens/s and shares to 4 significant digits; null where the GPU's peak is unknown.
+json figure(double v, bool known) {
+    if (!known) return nullptr;
+    char s[32];
+    std::snprintf(s, sizeof s, "%.4g", v);
+    return std::strtod(s, nullptr);
+}
+double phase_seconds(const StepTime& t, const std::string& phase) {
+    if (phase == "forward") return t.forward;
+    if (phase == "loss") return t.loss;
+    if (phase == "backward") return t.backward;
+    return t.optimizer_step;
+}
 }  // namespace
 
 json terms_to_json(const Terms& t) {
@@ -30,11 +46,13 @@ json report_to_json(const Report& r) {
     if (m.paged_optimizer_states > 0) per_gpu["paged_optimizer_states"] = bytes(m.paged_optimizer_states);
     json phases = json::array();
     for (const Phase& p : m.phases)
-        phases.push_back({{"name", p.name}, {"allocated_bytes", bytes(p.terms.sum())}, {"per_gpu_bytes", terms_to_json(p.terms)}});
+        phases.push_back({{"name", p.name}, {"allocated_bytes", bytes(p.terms.sum())}, {"per_gpu_bytes", terms_to_json(p.terms)},
+                          {"time_s", figure(phase_seconds(r.time, p.name), r.time.known)}});
     json suggestions = json::array();
     for (const Suggestion& s : r.suggestions)
         suggestions.push_back({{"change", s.change}, {"config", s.patch}, {"total_bytes", bytes(s.total)},
-                               {"fits", s.fits}, {"why", s.why}});
+                               {"fits", s.fits}, {"why", s.why}, {"step_time_s", figure(s.step_time, s.step_time > 0)},
+                               {"step_time_is_lower_bound", s.time_is_bound}});
     const std::uint64_t total = bytes(m.total), capacity = bytes(m.capacity);
     json out = {{"config", config_to_json(r.config)},
             {"parameters", {{"total", bytes(m.params_total)}, {"trainable", bytes(m.params_trainable)}}},
@@ -52,34 +70,30 @@ json report_to_json(const Report& r) {
             {"suggestions", suggestions},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
-    return out;
-}
-
-// Key names from DeepSpeed's configuration reference (deepspeed.ai/docs/config-json).
-json deepspeed_config(const Config& c) {
-    json ds = {{"train_micro_batch_size_per_gpu", c.micro_batch},
-               {"gradient_accumulation_steps", c.grad_accum},
-               {"train_batch_size", c.micro_batch * c.grad_accum * data_parallel(c) / c.cp},
-               {"gradient_clipping", 1.0},
-               {"wall_clock_breakdown", false}};
-    if (c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true) ds["bf16"] = {{"enabled", true}};
-    if (c.precision == Precision::fp16_mixed || c.precision == Precision::fp16_true)
-        ds["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16}};
-    json zero = {{"stage", c.zero}, {"contiguous_gradients", true}, {"overlap_comm", false},
-                 {"reduce_bucket_size", 5e8}};
-    if (c.zero == 3) {
-        zero["stage3_prefetch_bucket_size"] = 5e7;
-        zero["stage3_param_persistence_threshold"] = 1e5;
+    out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
+    // Time and cost (step_time.cpp).
+    const StepTime& t = r.time;
+    out["step_time_s"] = figure(t.step, t.known);
+    out["tokens_per_s"] = figure(t.tokens_per_s, t.known);
+    out["tokens_per_s_per_gpu"] = figure(t.tokens_per_s_per_gpu, t.known);
+    out["mfu"] = figure(t.mfu, t.known);
+    out["step_time_is_lower_bound"] = t.lower_bound;
+    out["time"] = {{"compute_s", figure(t.compute, t.known)},
+                   {"matmul_s", figure(t.matmul, t.known)},
+                   {"attention_s", figure(t.attention, t.known)},
+                   {"memory_s", figure(t.memory, t.known)},
+                   {"data_parallel_s", figure(t.data_parallel, t.known)},
+                   {"tensor_parallel_s", figure(t.tensor_parallel, t.known)},
+                   {"exposed_communication_s", figure(t.exposed_communication, t.known)},
+                   {"pipeline_bubble_s", figure(t.pipeline_bubble, t.known)},
+                   {"offload_s", figure(t.offload, t.known)},
+                   {"model_flops_per_token", figure(t.model_flops_per_token, true)}};
+    if (r.run.has_tokens) {
+        out["hours"] = figure(r.run.hours, true);
+        out["gpu_hours"] = figure(r.run.gpu_hours, true);
+        if (r.run.has_price) out["cost"] = figure(r.run.cost, true);
     }
-    if (c.offload != Offload::none) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
-    if (c.offload == Offload::optimizer_and_params) zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
-    ds["zero_optimization"] = zero;
-    if (c.optimizer == Optimizer::adamw)
-        ds["optimizer"] = {{"type", "AdamW"},
-                           {"params", {{"lr", 1e-5}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", 0.01}}}};
-    if (c.checkpointing != Checkpointing::none)
-        ds["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
-    return ds;
+    return out;
 }
 
 }  // namespace vramcalc

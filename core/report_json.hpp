@@ -8,7 +8,5 @@ namespace vramcalc {
 
 nlohmann::json terms_to_json(const Terms&);
 nlohmann::json report_to_json(const Report&);
-// A DeepSpeed configuration with this run's batch, precision, ZeRO stage and offload.
-nlohmann::json deepspeed_config(const Config&);
 
 }  // namespace vramcalc

@@ -14,6 +14,7 @@ namespace {
 std::string estimate(const std::string& config_json) { return vramcalc::estimate_json(config_json).json; }
 std::string sweep(const std::string& request_json) { return vramcalc::sweep_json(request_json).json; }
 std::string deepspeed_config(const std::string& config_json) { return vramcalc::deepspeed_json(config_json).json; }
+std::string exports(const std::string& config_json) { return vramcalc::exports_json(config_json).json; }
 std::string adamw_step(const std::string& request_json) { return vramcalc::adamw_json(request_json).json; }
 std::string presets() { return vramcalc::presets_json(); }
 
@@ -29,6 +30,7 @@ EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("estimate", &estimate);
     emscripten::function("sweep", &sweep);
     emscripten::function("deepspeedConfig", &deepspeed_config);
+    emscripten::function("exports", &exports);
     emscripten::function("adamwStep", &adamw_step);
     emscripten::function("presets", &presets);
     emscripten::function("benchEstimates", &bench_estimates);
