@@ -2,9 +2,13 @@
 // Pure functions, no DOM: the page and the tests share them. Every value read from a link is checked here against
 // the same lists and bounds as core/config_json.cpp; anything else is reported and ignored, never shown as markup.
 
+import { resolveModel, closeModels } from './names.js';
+
+export { modelIdOf, resolveModel, closeModels } from './names.js';
+
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
-  precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true'],
+  precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed'],
   optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
   finetune: ['full', 'lora', 'qlora'],
@@ -223,6 +227,12 @@ const VERSION_CHARS = 32;
 export const MAX_PARAM_CHARS = 200;
 export const MAX_HF_CHARS = 16384;
 export const MAX_PROBLEMS = 20;
+// How the page looks (not what it estimates): the embed view, its theme, its extent; and a pinned configuration A
+// (its own query, read by the same parser).
+export const THEMES = ['auto', 'light', 'dark'];
+export const VIEWS = ['full', 'compact'];
+export const MAX_PIN_CHARS = MAX_HF_CHARS + 4096;
+const VIEW_KEYS = ['embed', 'theme', 'view', 'pin'];
 
 export const initialState = () => ({ ...DEFAULTS });
 
@@ -249,64 +259,6 @@ function plainJson(v, depth) {
   if (depth > 4 || !v || typeof v !== 'object') return undefined;
   if (Array.isArray(v)) return v.length <= 1024 ? v.map((x) => plainJson(x, depth + 1)).filter((x) => x !== undefined) : undefined;
   return compactHf(v, depth);
-}
-
-// ---------- model names ----------
-
-// What a typed or pasted model name means as an id: "https://huggingface.co/Qwen/Qwen3-8B/tree/main" ->
-// "Qwen/Qwen3-8B" (as core/model_catalog.cpp reads it: the host, then anything after owner/name, goes).
-export function modelIdOf(text) {
-  let t = String(text).trim().replace(/^https?:\/\//i, '').replace(/^www\./i, '')
-    .replace(/^(huggingface\.co|hf\.co)\//i, '');
-  t = t.split(/[?#]/)[0];
-  const parts = t.split('/');
-  if (parts.length > 2) t = parts.slice(0, 2).join('/');
-  return t.replace(/\/+$/, '').trim();
-}
-
-// The id (as spelled in `ids`) a typed name or hub URL selects, case-insensitively; null when none.
-export function resolveModel(text, ids) {
-  if (String(text).length > 512) return null;
-  const want = modelIdOf(text).toLowerCase();
-  if (!want) return null;
-  for (const id of ids) if (id.toLowerCase() === want) return id;
-  return null;
-}
-
-const squash = (t) => t.toLowerCase().replace(/[^a-z0-9]/g, '');
-function editDistance(a, b, cap) {
-  if (Math.abs(a.length - b.length) > cap) return cap + 1;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    let best = i;
-    for (let j = 1; j <= b.length; j++) {
-      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      best = Math.min(best, row[j]);
-    }
-    if (best > cap) return cap + 1;
-    prev = row;
-  }
-  return prev[b.length];
-}
-
-// Up to n ids close to an unknown name: those containing it, then those a few edits away.
-export function closeModels(text, ids, n = 3) {
-  const id = modelIdOf(text);
-  const q = squash(id);
-  const qName = squash(id.split('/').pop());
-  if (q.length < 2 || q.length > 80) return [];
-  const cap = Math.max(1, Math.min(4, Math.floor(qName.length / 3)));
-  const scored = [];
-  for (const cand of ids) {
-    const full = squash(cand);
-    const name = squash(cand.split('/').pop());
-    let score;
-    if (full.includes(q) || (qName.length >= 3 && name.includes(qName))) score = (name.length - qName.length) / 1000;
-    else score = 1 + Math.min(editDistance(q, full, cap), editDistance(qName, name, cap));
-    if (score <= cap) scored.push([score, cand]);
-  }
-  return scored.sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : 1)).slice(0, n).map((x) => x[1]);
 }
 
 export function toBase64Url(text) {
@@ -432,23 +384,37 @@ function parseInt10(text, [lo, hi]) {
   return v >= lo && v <= hi ? v : null;
 }
 
-// Reads a link's query. Returns {state, problems:[{param, message}], embed}. Invalid or unknown parameters are
-// reported and left out; the state holds only checked values. `models` holds the preset ids and the catalog's
-// Hugging Face ids (a link's model is matched case-insensitively, a hub URL read as its id); `gpus` the GPU ids.
-export function fromQuery(search, { models, gpus }) {
+// The embed view's settings, read before the calculator has loaded (fromQuery reports their problems later).
+export function readView(search) {
+  let p;
+  try { p = new URLSearchParams(search); } catch { p = new URLSearchParams(); }
+  const embed = p.get('embed') === '1' || p.get('embed') === 'true';
+  return { embed, theme: THEMES.includes(p.get('theme')) ? p.get('theme') : 'auto',
+    view: VIEWS.includes(p.get('view')) ? p.get('view') : 'full' };
+}
+
+// Reads a link's query. Returns {state, problems:[{param, message}], embed, theme, view, pin}. Invalid or unknown
+// parameters are reported and left out; the state holds only checked values. `models` holds the preset ids and the
+// catalog's Hugging Face ids (a link's model is matched case-insensitively, a hub URL read as its id); `gpus` the GPU
+// ids. pin: the state of a pinned configuration A, read from its own query (nested: no pin, embed, theme or view).
+export function fromQuery(search, { models, gpus, nested = false }) {
   const state = initialState();
   const problems = [];
   let embed = false;
+  let theme = 'auto';
+  let view = 'full';
+  let pin = null;
   const report = (param, message) => {
     if (problems.length < MAX_PROBLEMS) problems.push({ param: clip(param), message });
     else if (problems.length === MAX_PROBLEMS) problems.push({ param: '', message: 'more problems not listed' });
   };
+  const result = () => ({ state, problems, embed, theme, view, pin });
   let params;
   try {
     params = new URLSearchParams(search);
   } catch {
     report('', 'the link could not be read');
-    return { state, problems, embed };
+    return result();
   }
   const seen = new Map();
   let count = 0;
@@ -458,10 +424,13 @@ export function fromQuery(search, { models, gpus }) {
     seen.set(key, value);
   }
   const get = (k) => seen.get(k);
-  const known = new Set([...PARAM_ORDER, 'embed']);
+  const known = new Set(nested ? PARAM_ORDER : [...PARAM_ORDER, ...VIEW_KEYS]);
   for (const [key, value] of seen) {
-    if (!known.has(key)) { report(key, 'unknown parameter; ignored'); continue; }
-    const limit = key === 'hf' ? MAX_HF_CHARS : MAX_PARAM_CHARS;
+    if (!known.has(key)) {
+      report(key, nested && VIEW_KEYS.includes(key) ? 'not used inside pin; ignored' : 'unknown parameter; ignored');
+      continue;
+    }
+    const limit = key === 'hf' ? MAX_HF_CHARS : key === 'pin' ? MAX_PIN_CHARS : MAX_PARAM_CHARS;
     if (value.length > limit) {
       report(key, `value is ${value.length} characters long (at most ${limit}); ignored`);
       seen.set(key, undefined);
@@ -475,6 +444,23 @@ export function fromQuery(search, { models, gpus }) {
   if (embedText !== undefined) {
     if (embedText === '1' || embedText === 'true') embed = true;
     else if (embedText !== '0' && embedText !== 'false') bad('embed', 'must be 1 or 0');
+  }
+  const themeText = get('theme');
+  if (themeText !== undefined) {
+    if (THEMES.includes(themeText)) theme = themeText;
+    else bad('theme', `must be one of ${THEMES.join(', ')}`);
+  }
+  const viewText = get('view');
+  if (viewText !== undefined) {
+    if (VIEWS.includes(viewText)) view = viewText;
+    else bad('view', `must be one of ${VIEWS.join(', ')}`);
+  }
+  const pinText = get('pin');
+  if (pinText === '') report('pin', 'is empty; ignored');
+  else if (pinText !== undefined) {
+    const a = fromQuery(pinText, { models, gpus, nested: true });
+    pin = a.state;
+    for (const p of a.problems) report(`pin: ${p.param}`, p.message);
   }
 
   // The model: a preset, an explicit architecture, or a Hugging Face config.json.
@@ -554,7 +540,7 @@ export function fromQuery(search, { models, gpus }) {
     for (const k of ['gpu.memory_gib', 'gpu.name'])
       if (get(k) !== undefined) { report(k, 'only used with gpu=custom; ignored'); state[k] = DEFAULTS[k]; }
   }
-  return { state, problems, embed };
+  return result();
 }
 
 function readScalar(key, text, bad, ids = {}) {

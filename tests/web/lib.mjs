@@ -72,3 +72,31 @@ export async function launch() {
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
   });
 }
+
+// A page of `url` in a new context that records what must never happen: a dialog, a script error, a request to
+// an origin outside `origins`, a CSP violation (in any frame). `ready`: wait for the calculator's first estimate.
+export async function openPage(browser, url, { origins = [new URL(url).origin + '/'], viewport = { width: 1280, height: 900 },
+  ready = true, colorScheme = 'light', setup } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme });
+  const page = await context.newPage();
+  const log = { dialogs: [], errors: [], foreign: [] };
+  page.on('dialog', (d) => { log.dialogs.push(d.message()); d.dismiss(); });
+  page.on('pageerror', (e) => log.errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') log.errors.push(m.text()); });
+  context.on('request', (r) => {
+    if (!origins.some((o) => r.url().startsWith(o)) && !r.url().startsWith('data:')) log.foreign.push(r.url());
+  });
+  await context.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  if (setup) await setup(context, page);
+  await page.goto(url);
+  if (ready) await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  return { page, context, log };
+}
+
+// Two animation frames: the page's scheduled update has run.
+export async function settle(page) {
+  await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+}

@@ -154,7 +154,11 @@ test('suggestions apply their change in one click', async () => {
   const s = await shown(page);
   assert.equal(s.bytes, String(first.total_bytes));
   const cfg = JSON.parse(s.config);
-  for (const [k, v] of Object.entries(first.config)) assert.deepEqual(cfg[k], v, k);
+  // Each key of the patch (an object's own keys: the page also sends its defaults, e.g. LoRA's dropout 0).
+  for (const [k, v] of Object.entries(first.config)) {
+    if (v && typeof v === 'object' && !Array.isArray(v)) for (const [kk, vv] of Object.entries(v)) assert.deepEqual(cfg[k][kk], vv, `${k}.${kk}`);
+    else assert.deepEqual(cfg[k], v, k);
+  }
   await clean(page, log);
   await context.close();
 });
@@ -195,11 +199,14 @@ test('share links round-trip, including a pasted Hugging Face config', async () 
   await context.close();
 });
 
-test('embed view: compact, chrome-free, with a copyable iframe snippet', async () => {
+test('embed view: chrome-free, with copyable widget and iframe snippets', async () => {
   const { page, context, log } = await open('?model=llama-2-13b&gpu=h100-80gb');
   await page.click('#copy-embed');
-  const code = await page.inputValue('#embed-code');
-  assert.match(code, /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/\?model=llama-2-13b&amp;gpu=h100-80gb&amp;embed=1" /);
+  const div = await page.inputValue('#embed-div');
+  assert.match(div, /^<div data-vramcalc="model=llama-2-13b&amp;gpu=h100-80gb"><\/div>\n<script src="http:\/\/127\.0\.0\.1:\d+\/embed\.js" async><\/script>$/);
+  await page.selectOption('#embed-view', 'compact');
+  const code = await page.inputValue('#embed-iframe');
+  assert.match(code, /^<iframe data-vramcalc src="http:\/\/127\.0\.0\.1:\d+\/\?model=llama-2-13b&amp;gpu=h100-80gb&amp;embed=1&amp;view=compact" /);
   const src = code.match(/src="([^"]+)"/)[1].replace(/&amp;/g, '&');
   const e = await open(src.slice(server.url.length), { width: 480, height: 420 });
   assert.equal(await e.page.evaluate(() => document.body.classList.contains('embed')), true);
@@ -207,6 +214,7 @@ test('embed view: compact, chrome-free, with a copyable iframe snippet', async (
   assert.equal(await e.page.isVisible('header'), false);
   assert.equal(await e.page.isVisible('#total'), true);
   assert.equal(await e.page.isVisible('#open-full'), true);
+  assert.equal(await e.page.isVisible('#legend'), false, 'compact');
   assert.equal(await e.page.getAttribute('#total', 'data-bytes'), await page.getAttribute('#total', 'data-bytes'));
   await e.page.screenshot({ path: join(ARTIFACTS, 'embed.png') });
   await clean(e.page, e.log);

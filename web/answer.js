@@ -1,0 +1,131 @@
+// The answer: the verdict and figures, the breakdown bar and its legend, the phases, the suggestions.
+import { $, h, clear, gib, count } from './dom.js';
+import { clip } from './params.js';
+import { LABELS } from './fields.js';
+
+export const TERMS = {
+  weights: ['Weights', 'The model’s parameters held on this GPU, in the training precision. Sharded by ZeRO-3 / FSDP FULL_SHARD, split by tensor and pipeline parallelism; 4-bit under QLoRA.'],
+  gradients: ['Gradients', 'One gradient per trainable parameter, live from the backward pass until the optimizer step. Sharded from ZeRO-2; tiny with LoRA.'],
+  optimizer_states: ['Optimizer states', 'AdamW keeps two fp32 moments per trainable parameter (m and v, 8 bytes); 8-bit AdamW about 2, SGD none. Sharded from ZeRO-1, moved to CPU by offload.'],
+  paged_optimizer_states: ['Paged optimizer states', 'bitsandbytes’ paged states: unified memory that the driver can evict to CPU RAM under pressure. Counted in the total (nvidia-smi), not in what PyTorch allocates.'],
+  master_weights: ['Master weights', 'An fp32 copy of 16-bit weights that the optimizer updates (DeepSpeed and Megatron mixed precision), so that small updates are not rounded away.'],
+  activations: ['Activations', 'Tensors saved in the forward pass for the backward pass. Grows with micro-batch × sequence length; checkpointing and flash attention cut it.'],
+  logits: ['Logits', 'The vocabulary-wide output of the last layer (and its fp32 copy for the loss): micro-batch × sequence × vocabulary.'],
+  temporaries: ['Temporaries', 'Short-lived buffers at the peak moment: the gradient being produced, attention scores, the foreach optimizer’s scratch copies.'],
+  allocator_overhead: ['Allocator overhead', 'Memory PyTorch’s caching allocator has reserved but is not using (fragmentation): reserved minus allocated.'],
+  cuda_context: ['CUDA context', 'The CUDA context, cuBLAS/cuDNN workspaces and loaded kernels: taken before the first tensor.'],
+};
+const PHASES = {
+  forward: 'Forward pass: activations are saved layer by layer for the backward pass.',
+  loss: 'Forward done and the loss computed: every saved activation and the logits are live.',
+  backward: 'Backward pass: gradients appear while saved activations are freed.',
+  optimizer_step: 'Optimizer step: gradients, optimizer states and the update’s temporaries are live together.',
+};
+// Suggestions that save less than this are not listed (a change nobody would make for 11 MiB).
+export const MIN_SAVING = 0.05 * 2 ** 30;
+
+export const phaseName = (p) => String(p).replace('_', ' ');
+
+export function renderAnswer(r, summary) {
+  const fits = r.fits;
+  const badge = $('fits');
+  badge.dataset.fits = String(fits);
+  badge.textContent = fits ? 'Fits' : 'Does not fit';
+  const total = $('total');
+  total.dataset.bytes = String(r.total_bytes);
+  total.textContent = gib(r.total_bytes);
+  $('capacity').textContent = gib(r.gpu.capacity_bytes);
+  $('gpu-name').textContent = r.gpu.name;
+  const head = r.headroom_bytes;
+  $('headroom').textContent = head >= 0 ? `${gib(head)} free` : `${gib(-head)} over`;
+  $('headroom').className = 'fig-value ' + (head >= 0 ? 'ok' : 'bad');
+  $('max-mb').textContent = r.max_micro_batch === 0 ? 'none (not even 1)' : String(r.max_micro_batch);
+  $('peak-phase').textContent = phaseName(r.peak_phase);
+  const pct = Math.round((r.total_bytes / r.gpu.capacity_bytes) * 100);
+  $('verdict-text').textContent = fits
+    ? `${gib(r.total_bytes)} of ${gib(r.gpu.capacity_bytes)} per GPU (${pct}%).`
+    : `Needs ${gib(r.total_bytes)} per GPU, ${pct}% of the ${gib(r.gpu.capacity_bytes)} available.`;
+  $('params').textContent = `${count(r.parameters.total)} parameters, ${count(r.parameters.trainable)} trainable`
+    + (r.cpu_bytes ? ` · ${gib(r.cpu_bytes)} of CPU RAM for offloaded states` : '')
+    + ` · peak allocated ${gib(r.peak_allocated_bytes)}, reserved ${gib(r.peak_reserved_bytes)}`;
+  const w = clear($('warnings'));
+  for (const t of r.warnings) w.append(h('li', {}, t));
+  w.hidden = r.warnings.length === 0;
+  $('embed-summary').textContent = summary;
+  renderBar(r);
+  renderPhases(r);
+}
+
+// One line saying what was estimated (the embed view's caption, the compare panel's A).
+export function summaryLine(s, gpuName, presets) {
+  const model = s.model === 'custom' ? 'Custom model' : s.model === 'hf' ? `${clip(s.hf?.model_type || 'HF')} config`
+    : (presets.models.find((m) => m.id === s.model) || {}).name || s.model;
+  const par = s.strategy === 'single' ? '1 GPU' : `${s.gpus} GPUs, ${LABELS.strategy[s.strategy]}${s.zero ? ` stage ${s.zero}` : ''}`;
+  const version = s.framework_version ? ` ${clip(s.framework_version, 32)}` : '';
+  const stack = s.framework === 'hf' && !version ? '' : ` · ${LABELS.framework[s.framework]}${version}`;
+  const ft = s.finetune === 'full' ? '' : ` · ${s.finetune === 'lora' ? 'LoRA' : 'QLoRA'} rank ${s.rank}`;
+  return `${model} · ${gpuName} · ${par} · micro-batch ${s.micro_batch} × ${s.seq_len} tokens · ${s.precision}${ft}${stack}`;
+}
+
+function showTerm(key, bytes, total) {
+  const [name, text] = TERMS[key];
+  const d = clear($('term-detail'));
+  d.append(h('strong', {}, `${name}: ${gib(bytes)} (${((bytes / total) * 100).toFixed(1)}%). `), text);
+  for (const el of document.querySelectorAll('[data-term]')) el.classList.toggle('active', el.dataset.term === key);
+}
+
+function renderBar(r) {
+  const terms = Object.keys(TERMS).filter((k) => r.per_gpu_bytes[k] > 0);
+  const scale = Math.max(r.total_bytes, r.gpu.capacity_bytes);
+  const bar = clear($('bar'));
+  for (const k of terms) {
+    const b = r.per_gpu_bytes[k];
+    const seg = h('div', { class: `seg t-${k}`, dataset: { term: k }, title: `${TERMS[k][0]}: ${gib(b)}` });
+    seg.style.width = `${(b / scale) * 100}%`;
+    seg.addEventListener('mouseenter', () => showTerm(k, b, r.total_bytes));
+    bar.append(seg);
+  }
+  const cap = h('div', { class: 'cap-marker', title: `capacity ${gib(r.gpu.capacity_bytes)}` }, h('span', {}, 'capacity'));
+  cap.style.left = `${(r.gpu.capacity_bytes / scale) * 100}%`;
+  bar.append(cap);
+  bar.setAttribute('aria-label', `Breakdown of ${gib(r.total_bytes)}: ` + terms.map((k) => `${TERMS[k][0]} ${gib(r.per_gpu_bytes[k])}`).join(', '));
+  const legend = clear($('legend'));
+  for (const k of terms) {
+    const b = r.per_gpu_bytes[k];
+    const item = h('li', {}, h('button', { type: 'button', class: 'term', dataset: { term: k },
+      'aria-describedby': 'term-detail',
+      onfocus: () => showTerm(k, b, r.total_bytes), onmouseenter: () => showTerm(k, b, r.total_bytes),
+      onclick: () => showTerm(k, b, r.total_bytes) },
+    h('span', { class: `swatch t-${k}`, 'aria-hidden': 'true' }), h('span', { class: 'term-name' }, TERMS[k][0]),
+    h('span', { class: 'term-val' }, gib(b))));
+    legend.append(item);
+  }
+  const d = clear($('term-detail'));
+  d.append('Hover or focus a term to see what it is and what shrinks it.');
+}
+
+function renderPhases(r) {
+  const body = clear($('phases'));
+  const max = Math.max(...r.phases.map((p) => p.allocated_bytes));
+  for (const p of r.phases) {
+    const peak = p.name === r.peak_phase;
+    const bar = h('span', { class: 'mini' }, h('span', { class: peak ? 'fill peak' : 'fill' }));
+    bar.firstChild.style.width = `${(p.allocated_bytes / max) * 100}%`;
+    body.append(h('tr', { class: peak ? 'peak' : '' },
+      h('th', { scope: 'row' }, phaseName(p.name), peak ? h('span', { class: 'tag' }, 'peak') : null),
+      h('td', { class: 'num' }, gib(p.allocated_bytes)), h('td', { class: 'bar-cell' }, bar),
+      h('td', { class: 'desc' }, PHASES[p.name] || '')));
+  }
+}
+
+export function renderSuggestions(r, onApply) {
+  const list = clear($('suggestions'));
+  const shown = r.suggestions.filter((sgt) => r.total_bytes - sgt.total_bytes >= MIN_SAVING);
+  if (!shown.length) list.append(h('li', { class: 'empty' }, 'No change to suggest.'));
+  for (const sgt of shown) {
+    list.append(h('li', {}, h('button', { type: 'button', class: 'suggest', onclick: () => onApply(sgt) },
+      h('span', { class: 'change' }, sgt.change),
+      h('span', { class: `result ${sgt.fits ? 'ok' : 'bad'}` }, `→ ${gib(sgt.total_bytes)} · ${sgt.fits ? 'fits' : 'does not fit'}`)),
+    h('p', { class: 'why' }, sgt.why)));
+  }
+}

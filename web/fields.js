@@ -1,0 +1,152 @@
+// The form's fields: labels, groups, when each is shown, and the ids of their controls and messages.
+import { CHOICES, ARCH_KEYS, DEFAULTS } from './params.js';
+
+export const LABELS = {
+  framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
+  loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy',
+    fused: 'Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)', 'fused-linear': 'Fused linear cross-entropy (Liger)' },
+  pp_schedule: { '1f1b': '1F1B', gpipe: 'GPipe (all forwards, then all backwards)',
+    'interleaved-1f1b': 'Interleaved 1F1B (several stages per GPU)' },
+  backend: { bitsandbytes: 'bitsandbytes (Linear4bit: PEFT, LitGPT)', torchao: 'torchao (NF4Tensor: torchtune)' },
+  adapter_dtype: { fp32: 'fp32 (PEFT)', base: 'Base weights’ dtype (LitGPT, torchtune)' },
+  lm_head_chunks: { '': 'The stack’s choice', true: 'Yes, per chunk', false: 'No, once for all tokens' },
+  longest_batch_first: { '': 'The stack’s choice', true: 'Yes: the first micro-batch', false: 'No: any step' },
+  precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
+    '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)',
+    'bf16-base-mixed': 'bf16 frozen base, fp32 adapters (PEFT, LoRA)', '16-base-mixed': 'fp16 frozen base, fp32 adapters (PEFT, LoRA)' },
+  optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', 'paged-adamw': 'Paged AdamW (bitsandbytes)',
+    'paged-adamw-8bit': 'Paged AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
+    sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
+  optimizer_impl: { foreach: 'foreach (PyTorch default)', fused: 'fused', 'single-tensor': 'single tensor (for loop)' },
+  finetune: { full: 'Full fine-tune', lora: 'LoRA', qlora: 'QLoRA (4-bit base weights)' },
+  checkpointing: { none: 'None', selective: 'Selective (attention only)',
+    'selective-op': 'Selective per op (torchtitan: every other matmul kept)', full: 'Full (every layer)' },
+  attention: { eager: 'Eager (scores materialised)', flash: 'Flash / SDPA (no score matrix)' },
+  strategy: { single: 'Single GPU', ddp: 'DDP (data parallel)', deepspeed: 'DeepSpeed ZeRO', fsdp: 'PyTorch FSDP',
+    megatron: 'Megatron-LM (tensor/pipeline)' },
+  offload: { none: 'Nothing', optimizer: 'Optimizer states to CPU', 'optimizer+params': 'Optimizer and parameters to CPU' },
+  device: { cuda: 'CUDA (the GPU)', cpu: 'CPU kernels (validation)' },
+  torch: { 2: 'PyTorch 2.x', '1.13': 'PyTorch 1.13' },
+  fsdp_version: { 1: 'FSDP 1 (FullyShardedDataParallel)', 2: 'FSDP 2 (fully_shard)' },
+  fsdp_wrap: { 'adapters-apart': 'LoRA adapters in their own units', layers: 'One unit per decoder layer' },
+  'model.mlp': { swiglu: 'Gated (SwiGLU: gate, up, down)', geglu: 'Gated (GeGLU: gate, up, down)', gelu: 'Plain (up, down)' },
+  'model.activation': { silu: 'SiLU', gelu: 'GELU (erf)', gelu_pytorch_tanh: 'GELU, tanh approximation',
+    gelu_new: 'gelu_new (GPT-2)', gelu_fast: 'gelu_fast', quick_gelu: 'QuickGELU', gelu_accurate: 'gelu_accurate',
+    relu: 'ReLU', relu2: 'ReLU²', gpt_oss_glu: 'gpt-oss clamped GLU', bloom_gelu: 'BLOOM GELU' },
+  'model.norm': { rmsnorm: 'RMSNorm', layernorm: 'LayerNorm' },
+  'model.position': { rope: 'RoPE', learned: 'Learned', alibi: 'ALiBi', none: 'None' },
+};
+export const zeroLabel = (s) => (s.strategy === 'fsdp'
+  ? { 0: '0 · NO_SHARD', 2: '2 · SHARD_GRAD_OP', 3: '3 · FULL_SHARD' }
+  : s.strategy === 'megatron' ? { 0: '0 · off', 1: '1 · distributed optimizer' }
+    : { 0: '0 · off', 1: '1 · optimizer states', 2: '2 · + gradients', 3: '3 · + parameters' });
+
+export const sharded = (s) => s.strategy === 'deepspeed' || s.strategy === 'fsdp';
+const ARCH_LABELS = { layers: 'Layers', hidden: 'Hidden size', heads: 'Attention heads', kv_heads: 'KV heads',
+  head_dim: 'Head dim (0: hidden / heads)', ffn: 'FFN size', vocab: 'Vocabulary', mlp: 'MLP', activation: 'Activation',
+  norm: 'Norm',
+  bias: 'Biases on projections', tied_embeddings: 'Tied embeddings', position: 'Positions',
+  max_positions: 'Max positions', dropout: 'Dropout', experts: 'Experts (MoE)', experts_per_token: 'Experts per token',
+  qkv_bias: 'q/k/v biases', lm_head_bias: 'LM head bias', norms_per_layer: 'Norms per layer' };
+export const isCustom = (s) => s.model === 'custom';
+
+function archField(k) {
+  const key = 'model.' + k;
+  const kind = typeof DEFAULTS[key] === 'boolean' ? 'bool' : key in CHOICES ? 'select' : k === 'dropout' ? 'number' : 'int';
+  return { key, label: ARCH_LABELS[k], kind, show: isCustom, sub: true };
+}
+
+const isLora = (s) => s.finetune !== 'full';
+const isQlora = (s) => s.finetune === 'qlora';
+const chunked = (s) => s.loss === 'chunked';
+// Tensor, pipeline and context parallelism: Megatron-LM's, or FSDP 2 on a device mesh (torchtitan).
+export const meshed = (s) => s.strategy === 'megatron' || (s.strategy === 'fsdp' && s.fsdp_version === '2');
+const fsdpTp = (s) => s.strategy === 'fsdp' && Number(s.tp) > 1;
+const piped = (s) => Number(s.pp) > 1;
+export const GROUPS = [
+  { title: 'Training stack', fields: [
+    { key: 'framework', label: 'Framework', kind: 'select',
+      hint: 'Whose training code runs the step: it sets precision, loss, LoRA adapter dtype and module names to that stack’s defaults; change any of them afterwards.' },
+    { key: 'framework_version', label: 'Framework version', kind: 'text', maxlength: 32,
+      hint: 'A release (0.2.1) or a date (2024-05-20): the stack’s code in force then, whose defaults it sets again. Empty: the current revision.' },
+  ] },
+  { title: 'Model', fields: [
+    { key: 'model', label: 'Model', kind: 'model',
+      hint: 'Type to search the presets and Hugging Face ids (Qwen/Qwen3-8B), or paste a huggingface.co link.' },
+    { key: 'hf', label: 'Hugging Face config.json', kind: 'hf', show: (s) => s.model === 'hf',
+      hint: 'Paste the model’s config.json; keys that never affect memory (token ids, RoPE settings, dtype…) stay out of the link.' },
+    ...ARCH_KEYS.map(archField),
+    { key: 'finetune', label: 'Fine-tuning', kind: 'select' },
+    { key: 'rank', label: 'LoRA rank', kind: 'int', show: isLora },
+    { key: 'targets', label: 'LoRA target modules', kind: 'targets', show: isLora },
+    { key: 'lora_dropout', label: 'LoRA dropout', kind: 'number', show: isLora,
+      hint: 'Above 0, each adapted layer also keeps its dropped input and a mask for backward.' },
+    { key: 'adapter_dtype', label: 'Adapter dtype', kind: 'select', show: isLora,
+      hint: 'The dtype of the LoRA weights, their gradients and inputs: fp32 doubles them under 16-bit training.' },
+    { key: 'backend', label: '4-bit back end', kind: 'select', show: isQlora,
+      hint: 'Whose 4-bit weights and matmul QLoRA runs: what its backward saves differs.' },
+    { key: 'backend_version', label: 'Back end version', kind: 'text', maxlength: 32, show: isQlora,
+      hint: 'The back end’s release (0.41.1). Empty: the current one.' },
+  ] },
+  { title: 'Batch', fields: [
+    { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int' },
+    { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int' },
+    { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
+      hint: 'Micro-batches per optimizer step: multiplies the global batch. Above 1, earlier micro-batches’ gradients stay live through the next forward (unless allocated up front, as DeepSpeed and Megatron do), FSDP’s no_sync accumulation keeps every layer’s unsharded gradient, and a pipeline keeps more micro-batches in flight (GPipe: all).' },
+    { key: 'longest_batch_first', label: 'Longest batch comes first', kind: 'tristate',
+      hint: 'The loop runs the longest sample first (lit-gpt’s scripts, June 2023 to February 2024): the peak is that first micro-batch’s, with no gradients, optimizer states or previous step yet; later batches are taken as shorter.' },
+  ] },
+  { title: 'Precision & optimizer', fields: [
+    { key: 'precision', label: 'Precision', kind: 'select' },
+    { key: 'optimizer', label: 'Optimizer', kind: 'select' },
+    { key: 'optimizer_impl', label: 'Optimizer implementation', kind: 'select' },
+    { key: 'optimizer_in_backward', label: 'Optimizer step in backward', kind: 'bool',
+      hint: 'Each gradient is applied and freed as backward produces it (torchtune’s optimizer_in_bwd): no full set of gradients.' },
+    { key: 'torch', label: 'PyTorch version', kind: 'select' },
+  ] },
+  { title: 'Memory savers', fields: [
+    { key: 'checkpointing', label: 'Activation checkpointing', kind: 'select' },
+    { key: 'activation_offload', label: 'Offload activations to CPU', kind: 'bool',
+      hint: 'Saved activations wait in pinned CPU RAM and come back ahead of their backward (torchtune); about two layers stay on the GPU.' },
+    { key: 'attention', label: 'Attention kernel', kind: 'select' },
+    { key: 'loss', label: 'Loss', kind: 'select',
+      hint: 'How the loss meets the logits: whole with an fp32 copy, a chunk at a time, a kernel that reads the 16-bit logits (no fp32 copy), or fused with the output projection (no logits kept).' },
+    { key: 'loss_chunks', label: 'Loss chunks', kind: 'int', show: chunked,
+      hint: 'More chunks: smaller fp32 pieces of the logits alive at once. Empty: the stack’s own count.' },
+    { key: 'lm_head_chunks', label: 'Output projection per chunk', kind: 'tristate', show: chunked,
+      hint: 'Runs the output projection per chunk too (LitGPT’s LoRA script), so backward holds one chunk’s logit gradients.' },
+    { key: 'offload', label: 'Offload to CPU', kind: 'select', show: sharded,
+      hint: 'DeepSpeed ZeRO-Offload or FSDP CPU offload.' },
+  ] },
+  { title: 'Parallelism', fields: [
+    { key: 'strategy', label: 'Strategy', kind: 'select' },
+    { key: 'gpus', label: 'GPUs in all', kind: 'int', show: (s) => s.strategy !== 'single' },
+    { key: 'zero', label: 'ZeRO stage / sharding', kind: 'zero', show: (s) => s.strategy !== 'single' && s.strategy !== 'ddp' },
+    { key: 'fsdp_version', label: 'FSDP version', kind: 'select', show: (s) => s.strategy === 'fsdp' },
+    { key: 'fsdp_wrap', label: 'FSDP units under LoRA', kind: 'select', show: (s) => s.strategy === 'fsdp' && s.finetune !== 'full',
+      hint: 'Adapters in their own units (PEFT’s policy, as transformers’ Trainer sets it), or one unit per layer: FSDP 1 then keeps gradients and activations as for full fine-tuning.' },
+    { key: 'tp', label: 'Tensor parallel (tp)', kind: 'int', show: meshed,
+      hint: 'Megatron-LM, or FSDP 2 on a device mesh (torchtitan): GPUs must be a multiple of tp × pp × cp.' },
+    { key: 'pp', label: 'Pipeline parallel (pp)', kind: 'int', show: meshed },
+    { key: 'cp', label: 'Context parallel (cp)', kind: 'int', show: meshed,
+      hint: 'Each GPU holds seq_len / cp tokens of every sequence; needs flash attention.' },
+    { key: 'sequence_parallel', label: 'Sequence parallelism', kind: 'bool', show: (s) => s.strategy === 'megatron' || fsdpTp(s),
+      hint: 'Norms and dropout on sequence shards (on by default with FSDP and tp > 1, as torchtitan runs it).' },
+    { key: 'loss_parallel', label: 'Loss parallel', kind: 'bool', show: fsdpTp,
+      hint: 'The logits stay sharded over the vocabulary for the loss (torchtitan).' },
+    { key: 'pp_schedule', label: 'Pipeline schedule', kind: 'select', show: piped },
+    { key: 'pp_stages_per_rank', label: 'Pipeline stages per GPU', kind: 'int', show: piped,
+      hint: 'Above 1 with the interleaved schedule only (its default: 2).' },
+  ] },
+  { title: 'GPU', fields: [
+    { key: 'gpu', label: 'GPU', kind: 'gpu' },
+    { key: 'gpu.memory_gib', label: 'Memory (GiB)', kind: 'number', show: (s) => s.gpu === 'custom' },
+    { key: 'gpu.name', label: 'Name', kind: 'text', show: (s) => s.gpu === 'custom' },
+    { key: 'device', label: 'Kernels', kind: 'select' },
+  ] },
+];
+export const FIELDS = GROUPS.flatMap((g) => g.fields);
+export const FIELD = Object.fromEntries(FIELDS.map((f) => [f.key, f]));
+export const fid = (key) => 'f-' + key.replace(/\./g, '-');
+export const eid = (key) => 'e-' + key.replace(/\./g, '-');
+export const nid = (key) => 'n-' + key.replace(/\./g, '-');
