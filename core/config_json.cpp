@@ -351,9 +351,10 @@ ParsedConfig parse_config(const json& v) {
     }
     r.choice("attention", c.attention, kAttention);
     r.choice("strategy", c.strategy, kStrategy);
-    // Adapters over a stack whose default is bf16 autocast get the PEFT recipe: the frozen base in bf16.
-    if (!v.contains("precision") && c.precision == Precision::bf16_mixed && c.finetune.method != FinetuneMethod::full &&
-        (c.strategy == Strategy::single || c.strategy == Strategy::ddp))
+    // Adapters under PEFT (fp32 adapters over bf16 autocast) get its recipe: the frozen base loaded in bf16.
+    // (LitGPT's bf16-mixed keeps fp32 weights and base-dtype adapters: its own.)
+    if (!v.contains("precision") && c.precision == Precision::bf16_mixed && profile->adapter_dtype == AdapterDtype::fp32 &&
+        c.finetune.method != FinetuneMethod::full && (c.strategy == Strategy::single || c.strategy == Strategy::ddp))
         c.precision = Precision::bf16_base_mixed;
     r.integer("gpus", c.gpus, 1, kMaxGpus);
     c.zero = c.strategy == Strategy::fsdp ? 3 : 0;  // FSDP's default is FULL_SHARD

@@ -1,6 +1,7 @@
 // The run described by a configuration, written for the tools that launch it: one function per export, each
 // giving the file's text, or nothing when that tool cannot express the configuration (an export never
-// approximates the run it was estimated for). Key names and values follow the pinned releases named in
+// approximates the run it was estimated for). Frameworks "litgpt" and "torchtune" get only their own command (the
+// other exports would describe another stack's run). Key names and values follow the pinned releases named in
 // exports.cpp; tests/data/exports/schema.json holds them, extracted from those releases' source.
 #pragma once
 #include <optional>

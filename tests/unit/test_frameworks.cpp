@@ -297,6 +297,8 @@ TEST_CASE("adapters default to the PEFT recipe: a 16-bit frozen base, fp32 adapt
     CHECK(parsed(j).precision == Precision::bf16_true);
     j = {{"model", "llama-3-8b"}, {"framework", "torchtune"}, {"finetune", lora}};
     CHECK(parsed(j).precision == Precision::bf16_true);
+    j = {{"model", "llama-3-8b"}, {"framework", "litgpt"}, {"finetune", {{"method", "lora"}, {"targets", {"query", "value"}}}}};
+    CHECK(parsed(j).precision == Precision::bf16_mixed);  // Lightning's bf16-mixed, LitGPT's own
     // The recipe is refused where it does not apply, naming the field.
     for (const json& bad : {json{{"model", "llama-3-8b"}, {"precision", "bf16-base-mixed"}},
                             json{{"model", "llama-3-8b"}, {"precision", "bf16-base-mixed"}, {"finetune", lora},
