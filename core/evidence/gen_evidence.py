@@ -27,6 +27,10 @@ import json
 import os
 import sys
 
+# The published rows' grouping lives in the published evaluation (standard library only, like this file).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "validation", "published"))
+from evaluate import source_group as published_group  # noqa: E402
+
 GIB = 2 ** 30
 
 # The CPU sets: path under the repository -> (set name, whether ctest holds it to 3%).
@@ -49,15 +53,9 @@ DELIM = "evj"
 
 
 def source_group(row_id):
-    """The published source a row belongs to (evaluate.py's grouping)."""
-    for prefix, name in (("tt-tut-", "torchtune tutorials"), ("tt-", "torchtune README"),
-                         ("lg-hub-", "LitGPT config hub"), ("lg-rt-", "LitGPT resource tables"),
-                         ("hf-peft-mmqa-", "PEFT MetaMathQA"), ("hf-peft-", "PEFT docs/README"),
-                         ("titan-", "torchtitan"), ("foundry-", "llm-foundry"), ("megatron-", "Megatron-LM"),
-                         ("unsloth-", "Unsloth README"), ("qlora-", "QLoRA")):
-        if row_id.startswith(prefix):
-            return name
-    return "other published"
+    """The published source a row belongs to: evaluate.py's grouping, the one table of it."""
+    name = published_group(row_id)
+    return "other published" if name == "other" else name
 
 
 def short(value):

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_json.hpp"
+#include "parsed_config.hpp"
 #include "estimate.hpp"
 #include "evidence.hpp"
 #include "families.hpp"
@@ -47,13 +48,6 @@ struct TruthCase {
     bool fits = false;
 };
 
-Config parsed(const json& j) {
-    const ParsedConfig p = parse_config(j);
-    INFO(j.dump());
-    INFO((p.ok() ? std::string() : p.errors[0].field + ": " + p.errors[0].message));
-    REQUIRE(p.ok());
-    return p.config;
-}
 
 // The CPU sets by file, with the names the report gives them.
 const std::vector<std::pair<std::string, std::string>> kCpuSets = {

@@ -8,18 +8,13 @@
 
 #include "api.hpp"
 #include "config_json.hpp"
+#include "parsed_config.hpp"
 #include "estimate.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;
 
 namespace {
-Config parsed(const json& j) {
-    const ParsedConfig p = parse_config(j);
-    INFO((p.ok() ? std::string() : p.errors[0].field + ": " + p.errors[0].message));
-    REQUIRE(p.ok());
-    return p.config;
-}
 double phase_bytes(const MemoryEstimate& m, const char* name, double Terms::*term) {
     for (const Phase& p : m.phases)
         if (p.name == name) return p.terms.*term;

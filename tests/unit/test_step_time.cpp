@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_json.hpp"
+#include "parsed_config.hpp"
 #include "estimate.hpp"
 #include "step_time.hpp"
 
@@ -12,12 +13,6 @@ using namespace vramcalc;
 using nlohmann::json;
 
 namespace {
-Config parsed(const json& j) {
-    const ParsedConfig p = parse_config(j);
-    INFO((p.ok() ? std::string() : p.errors[0].field + ": " + p.errors[0].message));
-    REQUIRE(p.ok());
-    return p.config;
-}
 // A GPT layer as Narayanan et al. (2021) §5.1 count it: h x 3h qkv, h x h output, h x 4h and 4h x h MLP.
 json gpt(double l, double h, double v) {
     return {{"layers", l}, {"hidden", h}, {"heads", h / 64}, {"ffn", 4 * h}, {"vocab", v}, {"mlp", "gelu"},
