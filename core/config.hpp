@@ -36,6 +36,11 @@ enum class PipelineStage { first, last };
 enum class PipelineSchedule { one_f_one_b, gpipe, interleaved_1f1b };
 // QLoRA's 4-bit back end: bitsandbytes' Linear4bit (PEFT, LitGPT) or torchao's NF4Tensor (torchtune).
 enum class QuantBackend { bitsandbytes, torchao };
+// What the step trains on: supervised fine-tuning or pre-training, or TRL's preference (DPO) and RL (GRPO) trainers.
+enum class TrainingMethod { sft, dpo, grpo };
+// The reference model's log-probabilities: none, a second model, the policy with its adapters off, or computed
+// before training.
+enum class Reference { none, model, base_without_adapters, precomputed };
 
 struct Finetune {
     FinetuneMethod method = FinetuneMethod::full;
@@ -99,6 +104,13 @@ struct Config {
     bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
     bool longest_batch_first = false;     // the estimate is of the run's first micro-batch, seq_len long
     bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
+    // DPO and GRPO (preference_phases.cpp): micro_batch counts pairs (DPO) or completions (GRPO); a sequence is
+    // prompt_len + completion_len tokens.
+    TrainingMethod method = TrainingMethod::sft;
+    Reference reference = Reference::none;
+    std::uint64_t prompt_len = 0, completion_len = 0;
+    std::uint64_t num_generations = 8;    // GRPO: completions per prompt
+    double inference_gpu_share = 0;       // GRPO with a colocated vLLM: its gpu_memory_utilization
     // The machine and the run, for time and cost (step_time.cpp).
     std::uint64_t gpus_per_node = 8;
     double inter_node_gbps = 0;           // per GPU, GB/s (0: the GPU's reference system)
@@ -126,6 +138,8 @@ const char* to_string(Loss);
 const char* to_string(AdapterDtype);
 const char* to_string(PipelineSchedule);
 const char* to_string(QuantBackend);
+const char* to_string(TrainingMethod);
+const char* to_string(Reference);
 
 // The GPUs that hold replicas (or ZeRO/FSDP shards) of the same layers: data and context parallel ranks alike
 // (torchtitan shards FSDP over its dp_shard x cp mesh, Megatron-LM's optimizer over data x context ranks).

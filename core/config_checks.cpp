@@ -77,6 +77,25 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                              " is the adapter recipe on one GPU or DDP (16-bit frozen base, fp32 adapters, autocast): " +
                              (c.finetune.method == FinetuneMethod::full ? "with full fine-tuning use \"bf16-mixed\""
                                                                         : "under this strategy use \"bf16-mixed\" or \"bf16-true\""));
+    if (c.method != TrainingMethod::sft) {
+        const std::string m = to_string(c.method);
+        if (c.strategy != Strategy::single && c.strategy != Strategy::ddp)
+            err("method", m + " is modelled from TRL's trainers on one GPU or DDP (measured in tests/validation/stacks/trl)");
+        if (!c.prompt_len) err("prompt_len", "is required with " + m);
+        if (!c.completion_len) err("completion_len", "is required with " + m);
+        if (c.reference == Reference::base_without_adapters && c.finetune.method == FinetuneMethod::full)
+            err("reference", "\"base-without-adapters\" needs LoRA or QLoRA: full fine-tuning has no adapters to turn off");
+        if (c.method == TrainingMethod::dpo && c.reference == Reference::none)
+            err("reference", "DPO needs reference log-probabilities: \"model\", \"base-without-adapters\" or \"precomputed\"");
+        if (c.method == TrainingMethod::grpo && c.reference == Reference::precomputed)
+            err("reference", "GRPO scores fresh completions: its reference cannot be precomputed");
+        if (c.method == TrainingMethod::grpo && (c.micro_batch * data_parallel(c)) % c.num_generations)
+            err("num_generations", "must divide the completions of a step (micro_batch x data-parallel GPUs = " +
+                                       std::to_string(c.micro_batch * data_parallel(c)) + ")");
+        if (c.longest_batch_first) err("longest_batch_first", "is a LitGPT loop's; not with " + m);
+    } else if (c.inference_gpu_share > 0) {
+        err("inference_engine", "a colocated vLLM engine generates for GRPO: set \"method\": \"grpo\"");
+    }
     if (c.strategy == Strategy::deepspeed &&
         (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");

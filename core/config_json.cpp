@@ -35,6 +35,11 @@ const Names<Optimizer, 8> kOptimizer{{{Optimizer::adamw, "adamw"},
 const Names<OptimizerImpl, 3> kImpl{{{OptimizerImpl::foreach, "foreach"},
                                      {OptimizerImpl::fused, "fused"},
                                      {OptimizerImpl::single_tensor, "single-tensor"}}};
+const Names<TrainingMethod, 3> kTraining{{{TrainingMethod::sft, "sft"}, {TrainingMethod::dpo, "dpo"}, {TrainingMethod::grpo, "grpo"}}};
+const Names<Reference, 4> kReference{{{Reference::none, "none"},
+                                      {Reference::model, "model"},
+                                      {Reference::base_without_adapters, "base-without-adapters"},
+                                      {Reference::precomputed, "precomputed"}}};
 const Names<FinetuneMethod, 3> kMethod{
     {{FinetuneMethod::full, "full"}, {FinetuneMethod::lora, "lora"}, {FinetuneMethod::qlora, "qlora"}}};
 const Names<Checkpointing, 4> kCheckpointing{{{Checkpointing::none, "none"},
@@ -270,6 +275,8 @@ const char* to_string(Precision e) { return kPrecision.name(e); }
 const char* to_string(Optimizer e) { return kOptimizer.name(e); }
 const char* to_string(OptimizerImpl e) { return kImpl.name(e); }
 const char* to_string(FinetuneMethod e) { return kMethod.name(e); }
+const char* to_string(TrainingMethod e) { return kTraining.name(e); }
+const char* to_string(Reference e) { return kReference.name(e); }
 const char* to_string(Checkpointing e) { return kCheckpointing.name(e); }
 const char* to_string(Attention e) { return kAttention.name(e); }
 const char* to_string(Strategy e) { return kStrategy.name(e); }
@@ -388,6 +395,35 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("activation_offload", c.activation_offload);
     r.boolean("longest_batch_first", c.longest_batch_first);
     r.boolean("compile", c.compile);
+    r.choice("method", c.method, kTraining);
+    // TRL's defaults: DPO against a reference model, or the policy with its adapters off; GRPO with beta 0 (none).
+    if (c.method == TrainingMethod::dpo)
+        c.reference = c.finetune.method == FinetuneMethod::full ? Reference::model : Reference::base_without_adapters;
+    r.choice("reference", c.reference, kReference);
+    r.integer("prompt_len", c.prompt_len, 1, kMaxTokens);
+    r.integer("completion_len", c.completion_len, 1, kMaxTokens);
+    r.integer("num_generations", c.num_generations, 1, kMaxBatch);
+    if (const json* ie = r.find("inference_engine")) {
+        if (ie->is_string() && ie->get<std::string>() == "none") {
+            c.inference_gpu_share = 0;
+        } else if (ie->is_object()) {
+            Reader er(*ie, "inference_engine.", errors);
+            const json* name = er.find("name");
+            if (!name || !name->is_string() || name->get<std::string>() != "vllm")
+                er.fail("name", "must be \"vllm\" (a colocated vLLM engine)");
+            c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
+            er.number("gpu_memory_utilization", c.inference_gpu_share, 0.01, 0.95, false);
+            er.reject_unknown("name, gpu_memory_utilization");
+        } else {
+            r.fail("inference_engine", "must be \"none\" or {\"name\": \"vllm\", \"gpu_memory_utilization\": 0.3}, got " + show(*ie));
+        }
+    }
+    if (c.method != TrainingMethod::sft && c.prompt_len && c.completion_len) {
+        if (seq_len_given && c.seq_len != c.prompt_len + c.completion_len)
+            r.fail("seq_len", "is prompt_len + completion_len (" + std::to_string(c.prompt_len + c.completion_len) +
+                                  ") under dpo and grpo; give those two");
+        c.seq_len = c.prompt_len + c.completion_len;
+    }
     r.integer("gpus_per_node", c.gpus_per_node, 1, 1024);
     r.number("inter_node_gbps", c.inter_node_gbps, 0, 1e6, false);
     r.number("train_tokens", c.train_tokens, 0, 1e18, false);
@@ -402,7 +438,8 @@ ParsedConfig parse_config(const json& v) {
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
-                               "compile", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
+                               "compile", "method", "reference", "prompt_len", "completion_len", "num_generations",
+                               "inference_engine", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
                                "price_per_gpu_hour", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
@@ -476,7 +513,7 @@ json config_to_json(const Config& c) {
                                          {"bandwidth_gbps", c.gpu.bandwidth_gbps}, {"link_gbps", c.gpu.link_gbps},
                                          {"pcie_gbps", c.gpu.pcie_gbps}})
             if (value > 0) gpu[key] = value;
-    return {{"framework", c.framework->name},
+    json out = {{"framework", c.framework->name},
             {"framework_version", c.framework_version.empty() ? c.framework->since_release : c.framework_version},
             {"model", model},
             {"seq_len", c.seq_len},
@@ -511,6 +548,7 @@ json config_to_json(const Config& c) {
             {"activation_offload", c.activation_offload},
             {"longest_batch_first", c.longest_batch_first},
             {"compile", c.compile},
+            {"method", to_string(c.method)},
             {"gpus_per_node", c.gpus_per_node},
             {"inter_node_gbps", c.inter_node_gbps},
             {"train_tokens", c.train_tokens},
@@ -519,6 +557,16 @@ json config_to_json(const Config& c) {
             {"price_per_gpu_hour", c.price_per_gpu_hour},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
+    if (c.method != TrainingMethod::sft) {
+        out["reference"] = to_string(c.reference), out["prompt_len"] = c.prompt_len, out["completion_len"] = c.completion_len;
+        if (c.method == TrainingMethod::grpo) {
+            out["num_generations"] = c.num_generations;
+            out["inference_engine"] = c.inference_gpu_share > 0
+                                          ? json{{"name", "vllm"}, {"gpu_memory_utilization", c.inference_gpu_share}}
+                                          : json("none");
+        }
+    }
+    return out;
 }
 
 json errors_to_json(const std::vector<FieldError>& errors) {

@@ -7,6 +7,7 @@
 #include "config_json.hpp"
 #include "memory_common.hpp"
 #include "memory_terms.hpp"
+#include "phases.hpp"
 
 namespace vramcalc {
 
@@ -19,6 +20,8 @@ double down_projection_params(const Architecture& a) {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
+}  // namespace
+
 // Fixed for the whole step: model states and buffers that live from setup to the end.
 Terms resident(const Config& c) {
     Terms t;
@@ -30,15 +33,19 @@ Terms resident(const Config& c) {
     return t;
 }
 
+namespace {
+
 // torch.optim and bitsandbytes create optimizer states in the first step(); DeepSpeed's ZeRO optimizers in their
 // constructor (runtime/zero/stage_1_and_2.py initialize_optimizer_states); Megatron-LM's are counted from the start.
 bool states_before_first_step(const Config& c) {
     return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron;
 }
 
-// The moments of one pipeline stage's step where the peak can fall. With longest_batch_first, the run's first
-// micro-batch: no earlier micro-batch's gradients, no previous step's logits or kept inputs, perhaps no states.
-std::vector<Phase> stage_phases(const Config& c) {
+}  // namespace
+
+// With longest_batch_first, the run's first micro-batch: no earlier micro-batch's gradients, no previous step's
+// logits or kept inputs, perhaps no states.
+std::vector<Phase> supervised_phases(const Config& c) {
     const bool first = c.longest_batch_first;
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
@@ -164,6 +171,12 @@ std::vector<Phase> stage_phases(const Config& c) {
     return {{"forward", end_of_forward}, {"loss", loss}, {"backward", *late_backward}, {"optimizer_step", step}};
 }
 
+namespace {
+
+std::vector<Phase> stage_phases(const Config& c) {
+    return c.method == TrainingMethod::sft ? supervised_phases(c) : preference_phases(c);
+}
+
 std::size_t largest(const std::vector<Phase>& phases) {
     std::size_t peak = 0;
     for (std::size_t i = 1; i < phases.size(); ++i)
@@ -193,7 +206,8 @@ MemoryEstimate estimate_memory(const Config& c) {
     m.peak_reserved = m.peak_allocated + m.allocator_overhead;
     m.cuda_context = cuda_context_bytes(c);
     m.paged_optimizer_states = paged_optimizer_states_bytes(c);
-    m.total = m.peak_reserved + m.cuda_context + m.paged_optimizer_states;
+    m.inference_engine = inference_engine_bytes(c);
+    m.total = m.peak_reserved + m.cuda_context + m.paged_optimizer_states + m.inference_engine;
     m.cpu = cpu_offload_bytes(c);
     m.capacity = c.gpu.memory_gib * kGiB;
     m.fits = m.total <= m.capacity;
@@ -448,8 +462,13 @@ Report make_report(const Config& c) {
     if (r.time.known && c.gpus > c.gpus_per_node && c.inter_node_gbps == 0 && c.gpu.network_gbps == 0)
         warn("step time: " + c.gpu.name + " has no reference multi-node system; the network is taken as " +
              number_text(kAssumedNetworkGbps) + " GB/s per GPU: set inter_node_gbps");
-    if (!r.time.known && c.device == Device::cuda)
+    if (c.method != TrainingMethod::sft)
+        warn("step time: modelled for supervised training; TRL's generation and scoring passes are not timed");
+    else if (!r.time.known && c.device == Device::cuda)
         warn("step time: no dense peak is known for " + c.gpu.name + " in this precision");
+    if (c.method != TrainingMethod::sft && c.device == Device::cuda)
+        warn(std::string(to_string(c.method)) + ": TRL 1.16's fused LM head (from 1.15) scores the completion tokens in "
+             "4096 x 32768 tiles; earlier TRL built whole logits (not modelled)");
     if (c.device == Device::cpu)
         warn("device \"cpu\" models PyTorch's CPU kernels for validation: no CUDA context or allocator overhead");
     return r;

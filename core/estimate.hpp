@@ -36,6 +36,7 @@ struct MemoryEstimate {
     double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
     double cuda_context = 0;
     double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
+    double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator
     double total = 0;               // what nvidia-smi shows
     double cpu = 0;                 // RAM for offloaded states
     double capacity = 0;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api.hpp"
+#include "architecture.hpp"
 #include "config_json.hpp"
 #include "parsed_config.hpp"
 #include "estimate.hpp"
@@ -316,4 +317,49 @@ TEST_CASE("adapters default to the PEFT recipe: a 16-bit frozen base, fp32 adapt
             CHECK(s.patch["precision"] == "bf16-base-mixed");
         }
     CHECK(found);
+}
+
+TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
+    const json lora = {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}};
+    json dpo = {{"model", "llama-3-8b"}, {"gpu", "h100-80gb"}, {"method", "dpo"}, {"prompt_len", 512},
+                {"completion_len", 512}, {"micro_batch", 2}, {"finetune", lora}};
+    Config c = parsed(dpo);
+    CHECK(c.reference == Reference::base_without_adapters);  // TRL: a PEFT policy with adapters off
+    CHECK(c.seq_len == 1024);
+    const MemoryEstimate m = estimate_memory(c);
+    std::vector<std::string> names;
+    for (const Phase& p : m.phases) names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{"reference", "policy_forward", "backward", "optimizer_step"});
+    // A full fine-tune's reference is a second model: its weights count again.
+    json full = dpo;
+    full["finetune"] = "full", full["gpus"] = 1;
+    const Config cf = parsed(full);
+    CHECK(cf.reference == Reference::model);
+    json pre = full;
+    pre["reference"] = "precomputed";
+    CHECK(estimate_memory(cf).phases[0].terms.weights - estimate_memory(parsed(pre)).phases[0].terms.weights ==
+          Approx(double(total_params(cf.model)) * 4));
+    // GRPO generates first; a colocated vLLM takes its share of the card instead.
+    json grpo = {{"model", "qwen2.5-7b"}, {"gpu", "h100-80gb"}, {"method", "grpo"}, {"num_generations", 8},
+                 {"micro_batch", 8}, {"prompt_len", 256}, {"completion_len", 1024}, {"finetune", lora}};
+    CHECK(estimate_memory(parsed(grpo)).phases[0].name == "generation");
+    grpo["inference_engine"] = {{"name", "vllm"}, {"gpu_memory_utilization", 0.3}};
+    const MemoryEstimate v = estimate_memory(parsed(grpo));
+    CHECK(v.inference_engine == Approx(0.3 * v.capacity));
+    CHECK(v.phases[0].name == "old_logps");  // vLLM's sampling log-probs need the policy's own
+    // Refusals name their field.
+    const std::pair<json, const char*> bad[] = {
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"completion_len", 8}}, "prompt_len"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"reference", "base-without-adapters"}}, "reference"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 6}, {"num_generations", 4}}, "num_generations"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "fsdp"}, {"gpus", 2}}, "method"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"seq_len", 99}}, "seq_len"},
+        {{{"model", "llama-3-8b"}, {"inference_engine", {{"name", "vllm"}}}}, "inference_engine"},
+    };
+    for (const auto& [j, field] : bad) {
+        const ParsedConfig p = parse_config(j);
+        INFO(j.dump());
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == field);
+    }
 }

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""The per-phase closed forms of README.md ("How a calculator should model this"), checked against measured.jsonl.
+
+    python3 tests/validation/stacks/trl/formulas.py [--jsonl tests/validation/stacks/trl/measured.jsonl]
+
+Prints, for every case and phase, the predicted bytes, the measured bytes and the residual (predicted/measured - 1).
+No torch needed.  The activations saved by the policy forward are the closed form below for fp32 (Llama, SDPA,
+no dropout: what vramcalc's finetune model already computes for this stack); for bf16 autocast they are taken
+from the measured trace (``saved_bytes``), since vramcalc's existing bf16-mixed / bf16-base-mixed activation
+model (validated by measure_hf.py and stacks/qlora) is not what is being checked here.  Everything TRL-specific
+(the reference model, the fused LM head and its tiles, generation, the buffered batch) is a closed form.
+"""
+import argparse
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# TRL 1.16.0 trl/kernels/chunked_logprob.py and trl/trainer/utils.py
+TOKEN_CHUNK = 4096      # TOKEN_CHUNK_SIZE: rows of the projection tile
+VOCAB_CHUNK = 32768     # _CHUNKED_LOGPROB_CHUNK_SIZE: columns of mm_buf (allocated at this width even if V is smaller)
+
+
+def shape(rec):
+    hf = rec["config"]["model"]["hf_config"]
+    return dict(L=hf["num_hidden_layers"], H=hf["hidden_size"], I=hf["intermediate_size"],
+                nh=hf["num_attention_heads"], kv=hf["num_key_value_heads"], hd=hf["head_dim"], V=hf["vocab_size"])
+
+
+def n_params(m):
+    L, H, I, nh, kv, hd, V = (m[k] for k in ("L", "H", "I", "nh", "kv", "hd", "V"))
+    per_layer = H * nh * hd + 2 * H * kv * hd + nh * hd * H + 3 * H * I + 2 * H
+    return 2 * V * H + L * per_layer + H
+
+
+def n_lora(m, r=8):
+    L, H, I, nh, kv, hd = (m[k] for k in ("L", "H", "I", "nh", "kv", "hd"))
+    dims = [(H, nh * hd), (H, kv * hd), (H, kv * hd), (nh * hd, H), (H, I), (H, I), (I, H)]
+    return L * sum(r * (i + o) for i, o in dims)
+
+
+def n_param_tensors(m, lora):
+    return m["L"] * 7 * 2 if lora else 3 + m["L"] * 9
+
+
+def geometry(rec):
+    c = rec["config"]
+    if c["method"] == "dpo":
+        Bs = 2 * c["micro_batch"]
+    else:
+        Bs = c["micro_batch"]
+    S = c["prompt_len"] + c["completion_len"]
+    return Bs, S
+
+
+def activations_fp32(m, Bs, S, lora, N):
+    """Saved for backward by the policy forward, fp32, unique storages (the trace's saved_bytes total)."""
+    L, H, I, nh, hd = m["L"], m["H"], m["I"], m["nh"], m["hd"]
+    T = Bs * S
+    # per layer: norm inputs (2), x*rsqrt of each norm when its weight is trained (2), q/k/v input, q, k, v,
+    # attention output (= o_proj input), gate/up input: 9 T*H with GQA k=v=T*H/2 here (kv*hd = H/2);
+    # MLP: gate out, up out, silu out, silu*up (4 T*I); rsqrt (2 T); SDPA logsumexp (Bs*nh*S)
+    qkv = T * (nh * hd + 2 * m["kv"] * hd) * 4
+    layer = (2 * T * H + (0 if lora else 2 * T * H) + T * H + T * H + T * H) * 4 + qkv \
+        + 4 * T * I * 4 + 2 * T * 4 + Bs * nh * S * 4
+    if lora:
+        layer += 7 * T * 8 * 4  # lora_B keeps lora_A's (T, r) output
+    first = layer + 2 * S * hd * 4  # rotary cos/sin (1,1,S,hd), saved once
+    if lora:
+        first -= T * H * 4 + T * 4  # layer 0's first norm: its input (the frozen embedding) needs no grad
+    outside = T * H * 4 + T * 4 + (0 if lora else T * H * 4)  # final norm
+    head = N * H * 4 + N * 8 + N * 4 + N * 4 + Bs * (S - 1)  # hidden copy, targets, log_z, entropy, label mask
+    loss = 16 if rec_method[0] == "dpo" else 0
+    return first + (L - 1) * layer + outside + head + loss
+
+
+rec_method = [None]
+
+
+def predict(rec):
+    c, meas = rec["config"], rec["measured"]
+    rec_method[0] = c["method"]
+    m = shape(rec)
+    L, H, I, nh, kv, hd, V = (m[k] for k in ("L", "H", "I", "nh", "kv", "hd", "V"))
+    lora = isinstance(c["finetune"], dict)
+    prec = c["precision"]
+    autocast = prec in ("bf16-mixed", "bf16-base-mixed")
+    dt = 2 if prec == "bf16-base-mixed" else 4          # weight dtype (from_pretrained dtype)
+    cdt = 2 if autocast else dt                          # compute dtype of the LM-head tiles
+    a = 4 if prec != "bf16-base-mixed" else 2            # dtype of the residual stream / last hidden state
+    gc = c["checkpointing"] != "none"
+    Bs, S = geometry(rec)
+    T = Bs * S
+    N = Bs * (S - 1)                                     # CPU: every position is scored (CUDA: completion tokens)
+    n = min(N, TOKEN_CHUNK)
+    Vt = min(V, VOCAB_CHUNK)
+    P = n_params(m)
+    out = {}
+
+    # ---- static: what lives across steps (step_start) ----
+    rope = 2 * (hd // 2) * 4                              # rotary inv_freq and original_inv_freq buffers
+    W = P * dt + (n_lora(m) * 4 if lora else 0) + rope
+    ref = P * dt + rope if c["reference"] == "model" else 0
+    trainable = n_lora(m) if lora else P
+    opt = 2 * trainable * 4 + 4 * n_param_tensors(m, lora)  # AdamW exp_avg, exp_avg_sq (fp32), step counters
+    if c["method"] == "dpo":
+        batch = 3 * T * 8 + (2 * c["micro_batch"] * 4 if c["reference"] == "precomputed" else 0)
+    else:
+        spg = c["steps_per_generation"]
+        rows = Bs * spg                                   # the whole generation batch stays buffered
+        batch = rows * S * 8 * 2 + rows * 4 + 8 + (rows * c["completion_len"] * 4 if c["beta"] else 0)
+        if spg > 1 or c["num_iterations"] > 1:
+            batch += rows * c["completion_len"] * 4       # old_per_token_logps
+    static = W + ref + opt + batch + 4                    # + Trainer._tr_loss
+    out["step_start"] = (static, meas["step_start_bytes"])
+
+    # ---- activations kept by the policy forward ----
+    if gc:
+        # checkpointed layers keep their input; the head keeps what it keeps without checkpointing
+        A = L * T * H * a + T * H * 4 + T * 4 + (0 if lora else T * H * 4) \
+            + N * H * a + N * 16 + Bs * (S - 1) + (16 if c["method"] == "dpo" else 0)
+    elif prec == "32-true":
+        A = activations_fp32(m, Bs, S, lora, N)
+    else:
+        A = sum(meas["saved_bytes"].values())
+    if c["method"] == "grpo" and prec == "32-true" and not gc:
+        # the loss keeps a few (Bs, C) fp32 tensors (ratio, clipped terms, KL) and the cat'ed input ids
+        A += (3 + (2 if c["beta"] else 0)) * Bs * c["completion_len"] * 4 + Bs * S * 8
+
+    # ---- the fused LM head (ChunkedLogProbFunction) ----
+    mm_buf = n * VOCAB_CHUNK * cdt
+    vecs = 7 * N * 4                                      # running_max, sum_exp, ... target_logit (fp32, N each)
+    # autocast over fp32 weights: hidden_chunk .to(bf16) (forward and backward), the weight tile's cast (backward)
+    casts_fwd = n * H * 2 if autocast and dt == 4 else 0
+    casts = (n * H * 2 + Vt * H * 2) if autocast and dt == 4 else 0
+    # CPU only (torch ops instead of the Triton fold, `_forward_tile`/`_backward_tile`), bytes per tile element:
+    k_fwd_policy = 13 if c["method"] == "dpo" else 12     # z, e, e*z (+ is_top1's bool mask for DPO's policy head)
+    k_fwd_ref = 13 if (c["method"] == "dpo" and c["reference"] == "base-without-adapters") else 12
+    k_bwd = 29                                            # 7 fp32 temporaries + 1 bool per element
+    head_fwd_policy = mm_buf + vecs + casts_fwd + k_fwd_policy * n * Vt
+    head_fwd_ref = mm_buf + vecs + casts_fwd + k_fwd_ref * n * Vt
+    last_hidden = T * H * a                               # the backbone's output, alive while the head runs
+
+    # policy forward peak: everything saved + the head's tiles
+    out["policy_forward"] = (static + A + last_hidden + head_fwd_policy, meas["phase_peak_bytes"]["policy_forward"])
+    # backward peak (the head's backward runs first: every saved activation is still alive)
+    grad_hidden = N * H * 4                               # fp32 accumulator
+    grad_weight = V * H * 4 if not lora else 0            # fp32 accumulator of lm_head's gradient
+    out["backward"] = (static + A + mm_buf + grad_hidden + grad_weight + casts + k_bwd * n * Vt,
+                       meas["phase_peak_bytes"]["backward"])
+    # reference: a no-grad forward of Bs rows; the head is its peak (the layers' transients are smaller here)
+    ref_head = last_hidden + N * H * a + head_fwd_ref
+    per_layer_params = (P - 2 * V * H - H) // L
+    if autocast and dt == 4:
+        ref_head += L * per_layer_params * 2              # autocast's cached bf16 weight copies, until the forward ends
+    if c["reference"] != "precomputed" and c["reference"] != "none":
+        kept = A if c["method"] == "dpo" else 0           # DPO: the policy's graph is alive; GRPO: scored first
+        if c["method"] == "grpo" and c["checkpointing"] != "none":
+            kept = 0
+        out["reference"] = (static + kept + ref_head, meas["phase_peak_bytes"]["reference"])
+    if c["method"] == "grpo" and "old_logps" in meas["phase_peak_bytes"]:
+        # old_per_token_logps: the same no-grad forward with the policy (its head also computes the entropy: 12 B)
+        out["old_logps"] = (static + last_hidden + N * H * a + head_fwd_policy - k_fwd_policy * n * Vt
+                            + 12 * n * Vt + (L * ((P - 2 * V * H - H) // L) * 2 if autocast and dt == 4 else 0),
+                            meas["phase_peak_bytes"]["old_logps"])
+    # optimizer step: gradients (trainable, param dtype: fp32 here) + fused AdamW's scalars
+    out["optimizer"] = (static + trainable * 4, meas["phase_peak_bytes"]["optimizer"])
+    # generation (GRPO): the prefill of Bg = Bs * spg rows of P tokens, or the full KV cache, whichever is larger
+    if c["method"] == "grpo":
+        Bg = Bs * c["steps_per_generation"]
+        Pl, C = c["prompt_len"], c["completion_len"]
+        kvb = 4 if prec != "bf16-base-mixed" else 2       # KV dtype: fp32 under autocast too (rope promotes K)
+        kv_cache = lambda t: L * 2 * Bg * kv * hd * t * kvb  # noqa: E731
+        w16 = (P - V * H) * 2 if autocast and dt == 4 else 0  # autocast's bf16 copies of all but the embedding
+        prefill = kv_cache(Pl) + (3 + (1 if lora else 0)) * Bg * Pl * I * a + 4 * Bg * Pl * H * a + 2 * Pl * hd * 4
+        if w16:
+            prefill = kv_cache(Pl) + w16 + 2 * Bg * Pl * I * 2
+        if lora and dt == 2:
+            # CPU, bf16 weights, frozen lm_head: aten::matmul does not fold the (Bg, 1, H) last-token slice and
+            # runs bmm on lm_head's weight expanded and copied per row (observed, see README)
+            prefill = kv_cache(Pl) + Bg * V * H * 2
+        decode = kv_cache(Pl + C - 1) + 2 * L * Bg * kv * hd * (Pl + C - 1) * kvb // L + w16
+        out["generation"] = (static + max(prefill, decode), meas["phase_peak_bytes"]["generation"])
+    out["peak"] = (max(v[0] for k, v in out.items() if k != "step_start"), meas["peak_allocated_bytes"])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jsonl", default=os.path.join(HERE, "measured.jsonl"))
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    worst = {}
+    for line in open(args.jsonl):
+        rec = json.loads(line)
+        res = predict(rec)
+        cells = []
+        for k, (p, mm) in res.items():
+            r = p / mm - 1
+            cells.append("%s %d/%d %+.2f%%" % (k, p, mm, 100 * r))
+            worst[k] = max(worst.get(k, 0), abs(r))
+        if args.markdown:
+            cols = ("step_start", "generation", "old_logps", "reference", "policy_forward", "backward", "optimizer",
+                    "peak")
+            print("| %s | %s |" % (rec["name"], " | ".join(
+                "%+.2f%%" % (100 * (res[k][0] / res[k][1] - 1)) if k in res else "-" for k in cols)))
+        else:
+            print(rec["name"])
+            for cell in cells:
+                print("   ", cell)
+    print("largest |residual| per phase:", ", ".join("%s %.2f%%" % (k, 100 * v) for k, v in worst.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,746 @@
+#!/usr/bin/env python3
+"""Measure the peak live-tensor bytes of one DPO / GRPO training step run by TRL's own trainers (CPU).
+
+Ground truth for vramcalc's ``"method": "dpo"`` (``"reference": "model" | "base-without-adapters" |
+"precomputed"``) and ``"method": "grpo"`` (``num_generations``, ``prompt_len``, ``completion_len``, generation
+in the training process with ``model.generate``, no vLLM).  Each case trains a tiny Llama (4 layers, hidden 256,
+4 heads, 2 kv heads, ffn 768, vocab 2000, untied; random weights saved once to a folder, with a word-level
+tokenizer, nothing downloaded) with ``DPOTrainer(...).train()`` or ``GRPOTrainer(...).train()`` for
+``max_steps`` steps (3 by default) and measures the last one:
+
+  model:  AutoModelForCausalLM.from_pretrained(dir, dtype=fp32 | bf16, attn_implementation="sdpa")
+  LoRA:   peft_config=LoraConfig(r=8, lora_alpha=16, lora_dropout=0, q/k/v/o/gate/up/down) given to the trainer
+          (the trainer calls get_peft_model; PEFT keeps fp32 adapters)
+  DPO:    DPOConfig(per_device_train_batch_size=pairs, beta 0.1, loss "sigmoid", max_length None,
+          precompute_ref_log_probs=<reference == "precomputed">); the reference model is the trainer's own:
+          a second from_pretrained of the same folder (full fine-tuning), the policy with its adapters disabled
+          (LoRA), or none (precomputed log-probs in the batch)
+  GRPO:   GRPOConfig(per_device_train_batch_size=completions, num_generations, max_completion_length=C,
+          generation_kwargs={"min_new_tokens": C} (every completion is exactly C tokens: no early EOS), beta
+          0.04 (0: no reference), loss "dapo", use_vllm False); reward = the completion's length in characters
+  both:   bf16=<precision is *-mixed> (CPU autocast through accelerate), gradient_checkpointing=<case>,
+          use_cpu, optim = the Trainer default (adamw_torch_fused), max_grad_norm 1.0, no logging/saving
+
+    build/venv-trl/bin/python tests/validation/stacks/trl/measure.py \\
+        --out tests/validation/stacks/trl/measured.jsonl --trace-out tests/validation/stacks/trl/traces.txt
+
+Counting is the method of tests/validation/measure_hf.py (profiler_memory.py): the whole run -- model loading,
+trainer construction, every step -- is profiled with ``torch.profiler.profile(profile_memory=True)``; the
+running sum of c10's CPU allocation events is the exact live-bytes curve.  The measured step runs from the
+Trainer callback ``on_step_begin`` (after ``gc.collect()``) to ``on_step_end`` (after ``optimizer.step()``,
+the scheduler and ``model.zero_grad()``).  ``step_start_bytes`` is computed from the tensors (parameters and
+buffers of the policy and of the reference model, AdamW states, the step's batch -- DPO: the collated batch,
+prefetched before the step; GRPO: the previous generation's buffered batch) and checked against the profiler's
+running total at that instant.  Phases are profiler ranges opened by wrappers around the trainers' own methods:
+
+  DPO:   reference       the reference forward (``self.ref_model(...)``, or ``self.model`` inside
+                         ``use_adapter(model, None)``), under no_grad
+         policy_forward  the policy model call in ``DPOTrainer._compute_loss`` (fused LM head: per-token log-probs)
+         loss            the rest of ``compute_loss`` (sums over tokens, log-sigmoid, metrics)
+  GRPO:  generation      ``GRPOTrainer._generate_single_turn`` (``unwrapped_model.generate``: KV cache, sampling)
+         scoring         the rest of ``_generate_and_score_completions`` (tokenizing, padding, advantages)
+         old_logps       ``_get_per_token_logps_and_entropies(self.model, ...)`` under no_grad (only when
+                         gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0)
+         reference       the same with ``self.ref_model`` or inside ``use_adapter(model, None)``
+         reward          ``_calculate_rewards``
+         policy_forward  ``_get_per_token_logps_and_entropies`` with grad (inside compute_loss)
+         loss            the rest of ``compute_loss``
+  both:  backward (``accelerator.backward``), clip_grad (``Trainer._clip_grad_norm``), optimizer (between the
+         ``on_pre_optimizer_step`` and ``on_optimizer_step`` callbacks), after_optimizer (scheduler, zero_grad)
+
+Saved for backward: a saved_tensors_hook tracer (profiler_memory.BlockSavedTracer: pack returns a detached alias
+of the same storage, no allocation; checked with --no-trace) around the measured step's ``compute_loss``, by
+decoder layer / "outside".  Not under gradient checkpointing (reading a checkpointed node's saved tensors would
+recompute the layer).
+"""
+import argparse
+import contextlib
+import datetime
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import OrderedDict, defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+
+warnings.filterwarnings("ignore")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# transformers 5 loads checkpoints in a thread pool; the profiler does not see allocations made on those threads
+os.environ.setdefault("HF_DEACTIVATE_ASYNC_LOAD", "1")
+
+import logging  # noqa: E402
+logging.disable(logging.WARNING)
+
+import torch  # noqa: E402
+sys.path.append(os.path.dirname(os.path.dirname(HERE)))  # tests/validation, for profiler_memory
+from profiler_memory import (  # noqa: E402
+    storage as _storage, live_tensor_bytes, count_params, alloc_nodes as _alloc_nodes, ancestors as _ancestors,
+    describe as _describe, opname as _opname, step_window, step_peaks, live_groups, print_groups,
+    print_saved_by_block, BlockSavedTracer)
+
+
+def _ver(name):
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+HF = OrderedDict(model_type="llama", num_hidden_layers=4, hidden_size=256, intermediate_size=768,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=64, vocab_size=2000,
+                 max_position_embeddings=2048, hidden_act="silu", tie_word_embeddings=False,
+                 attention_dropout=0.0, attention_bias=False, mlp_bias=False,
+                 pad_token_id=0, eos_token_id=1, bos_token_id=None)
+TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA = OrderedDict(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS)
+PAD, EOS = 0, 1
+
+CASES = []
+
+
+def _dpo(name, finetune, precision, reference, pairs=2, prompt=64, completion=192, gc="none", vocab=None, steps=3):
+    CASES.append(OrderedDict(name=name, method="dpo", finetune=finetune, precision=precision, reference=reference,
+                             pairs=pairs, prompt_len=prompt, completion_len=completion, gc=gc, vocab=vocab,
+                             steps=steps))
+
+
+def _grpo(name, finetune, precision, num_generations, prompts=2, prompt=32, completion=64, beta=0.04, gc="none",
+          steps_per_generation=None, num_iterations=1, steps=2):
+    reference = "none" if beta == 0 else ("model" if finetune == "full" else "base-without-adapters")
+    CASES.append(OrderedDict(name=name, method="grpo", finetune=finetune, precision=precision, reference=reference,
+                             num_generations=num_generations, prompts=prompts, prompt_len=prompt,
+                             completion_len=completion, beta=beta, gc=gc, steps_per_generation=steps_per_generation,
+                             num_iterations=num_iterations, steps=steps))
+
+
+# DPO: 2 pairs, prompt 64 + completion 192 (191 words + EOS) -> 4 sequences of 256 tokens
+_dpo("dpo_full_ref_fp32", "full", "32-true", "model")
+_dpo("dpo_full_ref_bf16mixed", "full", "bf16-mixed", "model")
+_dpo("dpo_full_precomputed_fp32", "full", "32-true", "precomputed")
+_dpo("dpo_full_ref_fp32_gc", "full", "32-true", "model", gc="nonreentrant")
+_dpo("dpo_lora_noadapter_fp32", "lora", "32-true", "base-without-adapters")
+_dpo("dpo_lora_noadapter_bf16base", "lora", "bf16-base-mixed", "base-without-adapters")
+_dpo("dpo_lora_precomputed_fp32", "lora", "32-true", "precomputed")
+# the fused LM head's tiles: N = 4 x 1039 = 4156 scored positions > 4096 (TOKEN_CHUNK_SIZE)
+_dpo("dpo_lora_noadapter_fp32_s1040", "lora", "32-true", "base-without-adapters", prompt=64, completion=976, steps=2)
+# vocab 40000 > 32768 (_CHUNKED_LOGPROB_CHUNK_SIZE): two vocabulary tiles
+_dpo("dpo_lora_noadapter_fp32_v40000", "lora", "32-true", "base-without-adapters", vocab=40000)
+# GRPO: 2 prompts x G completions per step, prompt 32, completion 64
+_grpo("grpo_full_g4_fp32", "full", "32-true", 4)
+_grpo("grpo_full_g8_fp32", "full", "32-true", 8)
+_grpo("grpo_full_g4_bf16mixed", "full", "bf16-mixed", 4)
+_grpo("grpo_full_g4_beta0_fp32", "full", "32-true", 4, beta=0.0)
+_grpo("grpo_full_g4_spg2_fp32", "full", "32-true", 4, steps_per_generation=2, steps=3)
+_grpo("grpo_full_g4_fp32_gc", "full", "32-true", 4, gc="nonreentrant")
+_grpo("grpo_lora_g4_fp32", "lora", "32-true", 4)
+_grpo("grpo_lora_g8_bf16base", "lora", "bf16-base-mixed", 8)
+
+
+def model_hf(case):
+    hf = OrderedDict(HF)
+    if case.get("vocab"):
+        hf["vocab_size"] = case["vocab"]
+    return hf
+
+
+def micro_batch(case):
+    """sequences per forward: DPO 2 x pairs (chosen + rejected concatenated), GRPO per_device_train_batch_size"""
+    return 2 * case["pairs"] if case["method"] == "dpo" else case["prompts"] * case["num_generations"]
+
+
+def case_config(case):
+    """The case in vramcalc's terms (beta, TRL's version and the generation schedule are in `hf` and `versions`;
+    beta 0 is reference "none")."""
+    cfg = OrderedDict()
+    cfg["framework"] = "hf"
+    cfg["method"] = case["method"]
+    cfg["reference"] = case["reference"]
+    if case["method"] == "dpo":
+        cfg["micro_batch"] = case["pairs"]  # preference pairs; the forward runs 2 x pairs sequences
+    else:
+        cfg["micro_batch"] = micro_batch(case)  # completions per step (per_device_train_batch_size)
+        cfg["num_generations"] = case["num_generations"]
+    cfg["prompt_len"] = case["prompt_len"]
+    cfg["completion_len"] = case["completion_len"]
+    cfg["grad_accum"] = 1
+    cfg["precision"] = case["precision"]
+    cfg["optimizer"] = "adamw"
+    cfg["optimizer_impl"] = "fused"
+    cfg["checkpointing"] = "full" if case["gc"] != "none" else "none"
+    cfg["attention"] = "flash"
+    cfg["strategy"] = "single"
+    cfg["gpus"] = 1
+    cfg["device"] = "cpu"
+    cfg["gpu"] = {"name": "cpu", "memory_gib": 1000}
+    if case["finetune"] == "lora":
+        cfg["finetune"] = OrderedDict([("method", "lora"), ("rank", 8), ("targets", list(TARGETS)), ("dropout", 0)])
+    else:
+        cfg["finetune"] = "full"
+    cfg["model"] = {"hf_config": {k: v for k, v in model_hf(case).items()
+                                  if k not in ("pad_token_id", "eos_token_id", "bos_token_id")}}
+    return cfg
+
+
+# --------------------------------------------------------------------------
+# Model, tokenizer, data
+# --------------------------------------------------------------------------
+
+def save_tiny(path, hf):
+    """The random fp32 checkpoint (seed 0) and a word-level tokenizer: "<pad>"=0, "</s>"=1, "<unk>"=2, "w3".."wV-1"."""
+    if os.path.exists(os.path.join(path, "config.json")) and os.path.exists(os.path.join(path, "tokenizer.json")):
+        return
+    from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    os.makedirs(path, exist_ok=True)
+    config = AutoConfig.for_model(**dict(hf))
+    torch.manual_seed(0)
+    m = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    m.save_pretrained(path)
+    del m
+    V = hf["vocab_size"]
+    vocab = {"<pad>": PAD, "</s>": EOS, "<unk>": 2}
+    vocab.update({"w%d" % i: i for i in range(3, V)})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins the words with spaces
+    hft = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
+    hft.save_pretrained(path)
+
+
+def model_dir(base, case):
+    return base + ("_v%d" % case["vocab"] if case.get("vocab") else "")
+
+
+def words(rng, n, V):
+    return " ".join("w%d" % rng.randrange(3, V) for _ in range(n))
+
+
+def make_dataset(case):
+    from datasets import Dataset
+    rng = random.Random(1)
+    V = model_hf(case)["vocab_size"]
+    if case["method"] == "dpo":
+        n = case["pairs"] * (case["steps"] + 1)
+        # the completion strings get "</s>" appended by the trainer (add_eos): completion_len - 1 words + EOS
+        return Dataset.from_dict({
+            "prompt": [words(rng, case["prompt_len"], V) for _ in range(n)],
+            "chosen": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)],
+            "rejected": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)]})
+    n = case["prompts"] * (case["steps"] + 1) * (case["steps_per_generation"] or 1)
+    return Dataset.from_dict({"prompt": [words(rng, case["prompt_len"], V) for _ in range(n)]})
+
+
+def reward_len(completions, **kwargs):
+    """A trivial reward: the completion's length in characters."""
+    return [float(len(c)) for c in completions]
+
+
+# --------------------------------------------------------------------------
+# Phases and the measured step
+# --------------------------------------------------------------------------
+
+class Phases:
+    """A stack of profiler ranges named "phase:<name>" (None: no range, the enclosing phase stays)."""
+
+    def __init__(self):
+        from torch.profiler import record_function
+        self._rf = record_function
+        self.stack = []
+
+    def push(self, name):
+        rf = self._rf("phase:" + name) if name else None
+        if rf is not None:
+            rf.__enter__()
+        self.stack.append(rf)
+
+    def pop(self):
+        rf = self.stack.pop()
+        if rf is not None:
+            rf.__exit__(None, None, None)
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        self.push(name)
+        try:
+            yield
+        finally:
+            self.pop()
+
+    def wrap(self, obj, attr, name):
+        """obj.attr(...) runs inside the phase name(*args, **kwargs) (a str or a callable)."""
+        orig = getattr(obj, attr)
+
+        def wrapped(*a, **k):
+            with self.phase(name(*a, **k) if callable(name) else name):
+                return orig(*a, **k)
+        setattr(obj, attr, wrapped)
+        return orig
+
+
+def step_marker_callback(state_obj):
+    from transformers import TrainerCallback
+
+    class StepMarker(TrainerCallback):
+        """Opens the "measured_step" range at on_step_begin of the last step (after gc.collect()) and closes it at
+        on_step_end; the optimizer phase sits between on_pre_optimizer_step and on_optimizer_step."""
+
+        def on_step_begin(self, args, state, control, **kw):
+            s = state_obj
+            s.opt = kw.get("optimizer")
+            if state.global_step == args.max_steps - 1:
+                gc.collect()
+                s.measuring = True
+                s.at_start = s.persistent()
+                s.step_rf = s.phases._rf("measured_step")
+                s.step_rf.__enter__()
+
+        def on_pre_optimizer_step(self, args, state, control, **kw):
+            state_obj.phases.push("optimizer")
+
+        def on_optimizer_step(self, args, state, control, **kw):
+            state_obj.phases.pop()
+            state_obj.phases.push("after_optimizer")
+
+        def on_step_end(self, args, state, control, **kw):
+            s = state_obj
+            s.phases.pop()
+            if s.measuring:
+                s.step_rf.__exit__(None, None, None)
+                s.measuring = False
+                s.at_end = s.persistent()
+    return StepMarker()
+
+
+class RunState:
+    def __init__(self, case):
+        self.case = case
+        self.phases = Phases()
+        self.trainer = None
+        self.opt = None
+        self.measuring = False
+        self.at_start = self.at_end = None
+        self.batch = None  # DPO: the collated batch of the coming step
+        self.tracer = None
+        self.trace = False
+        self.loss_value = None
+
+    def persistent(self):
+        """The tensors that live across steps: (list of tensors, their total bytes)."""
+        t = self.trainer
+        ts = []
+        for m in (t.model, t.ref_model if getattr(t, "ref_model", None) is not None else None):
+            if m is None:
+                continue
+            ts += list(m.parameters()) + list(m.buffers()) + [p.grad for p in m.parameters()]
+        opt = self.opt if self.opt is not None else t.optimizer
+        if opt is not None:
+            for st in opt.state.values():
+                ts += [v for v in st.values() if isinstance(v, torch.Tensor)]
+        if self.batch is not None:
+            for b in self.batch:
+                if hasattr(b, "values"):  # a dict or a BatchEncoding (a UserDict)
+                    ts += [v for v in b.values() if isinstance(v, torch.Tensor)]
+        if getattr(t, "_buffered_inputs", None):
+            for b in t._buffered_inputs:
+                ts += [v for v in b.values() if isinstance(v, torch.Tensor)]
+        if isinstance(getattr(t, "_tr_loss", None), torch.Tensor):
+            ts.append(t._tr_loss)
+        # storage pointers only: holding the tensors would keep the old batch alive through the step
+        return {_storage(x)[0] for x in ts if isinstance(x, torch.Tensor)}, live_tensor_bytes(ts)
+
+
+def decoder_layers(model):
+    m = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return m.model.layers
+
+
+def install(s):
+    """Wrap the trainer's methods so that each phase is a profiler range."""
+    t = s.trainer
+    P = s.phases
+    case = s.case
+    P.wrap(t.accelerator, "backward", "backward")
+    P.wrap(t, "_clip_grad_norm", "clip_grad")
+    orig_gbs = t.get_batch_samples
+
+    def get_batch_samples(*a, **k):
+        out = orig_gbs(*a, **k)
+        s.batch = out[0]
+        return out
+    t.get_batch_samples = get_batch_samples
+
+    orig_cl = t.compute_loss
+
+    def compute_loss(*a, **k):
+        with P.phase("loss"):
+            if s.measuring and s.trace:
+                with s.tracer.hooks():
+                    loss = orig_cl(*a, **k)
+                s.tracer.walk(loss if not isinstance(loss, tuple) else loss[0])
+            else:
+                loss = orig_cl(*a, **k)
+        if s.measuring:
+            s.loss_value = float(loss.detach())
+        return loss
+    t.compute_loss = compute_loss
+
+    if case["method"] == "dpo":
+        import trl.trainer.dpo_trainer as mod
+
+        def policy_pre(module, args):
+            P.push("policy_forward" if torch.is_grad_enabled() else None)
+
+        def policy_post(module, args, out):
+            P.pop()
+        t.model.register_forward_pre_hook(policy_pre)
+        t.model.register_forward_hook(policy_post, always_call=True)
+        if t.ref_model is not None:
+            t.ref_model.register_forward_pre_hook(lambda m, a: P.push("reference"))
+            t.ref_model.register_forward_hook(lambda m, a, o: P.pop(), always_call=True)
+    else:
+        import trl.trainer.grpo_trainer as mod
+        P.wrap(t, "_generate_and_score_completions", "scoring")
+        P.wrap(t, "_generate_single_turn", "generation")
+        P.wrap(t, "_calculate_rewards", "reward")
+        s.in_ref_adapter = False
+
+        def logps_phase(model, *a, **k):
+            if torch.is_grad_enabled():
+                return "policy_forward"
+            if model is t.ref_model or s.in_ref_adapter:
+                return "reference"
+            return "old_logps"
+        P.wrap(t, "_get_per_token_logps_and_entropies", logps_phase)
+
+    orig_use_adapter = mod.use_adapter
+
+    @contextlib.contextmanager
+    def use_adapter(model, adapter_name):
+        # the reference forward of a PEFT policy: adapters disabled (adapter_name None) or the "ref" adapter
+        with P.phase("reference" if case["method"] == "dpo" else None):
+            prev = getattr(s, "in_ref_adapter", False)
+            s.in_ref_adapter = True
+            try:
+                with orig_use_adapter(model, adapter_name):
+                    yield
+            finally:
+                s.in_ref_adapter = prev
+    mod.use_adapter = use_adapter
+
+
+DPO_PHASES = ("reference", "policy_forward", "loss", "backward", "clip_grad", "optimizer", "after_optimizer")
+GRPO_PHASES = ("generation", "scoring", "old_logps", "reference", "reward", "policy_forward", "loss", "backward",
+               "clip_grad", "optimizer", "after_optimizer")
+
+
+def build_trainer(case, path, s):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(path)
+    dtype = torch.bfloat16 if case["precision"] == "bf16-base-mixed" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa")
+    peft_config = None
+    if case["finetune"] == "lora":
+        from peft import LoraConfig
+        peft_config = LoraConfig(r=LORA["r"], lora_alpha=LORA["lora_alpha"], lora_dropout=LORA["lora_dropout"],
+                                 target_modules=list(TARGETS), bias="none", task_type="CAUSAL_LM")
+    common = dict(output_dir=os.path.join(tempfile.gettempdir(), "vramcalc-trl-out"), max_steps=case["steps"],
+                  gradient_accumulation_steps=1, learning_rate=1e-5, logging_strategy="no", save_strategy="no",
+                  report_to="none", use_cpu=True, bf16=case["precision"] in ("bf16-mixed", "bf16-base-mixed"),
+                  gradient_checkpointing=case["gc"] != "none", dataloader_num_workers=0,
+                  dataloader_pin_memory=False, seed=0, disable_tqdm=True)
+    if case["gc"] != "none":
+        common["gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    ds = make_dataset(case)
+    if case["method"] == "dpo":
+        from trl import DPOConfig, DPOTrainer
+        args = DPOConfig(per_device_train_batch_size=case["pairs"], max_length=None,
+                         precompute_ref_log_probs=case["reference"] == "precomputed", **common)
+        trainer = DPOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config)
+    else:
+        from trl import GRPOConfig, GRPOTrainer
+        args = GRPOConfig(per_device_train_batch_size=micro_batch(case), num_generations=case["num_generations"],
+                          max_completion_length=case["completion_len"], beta=case["beta"],
+                          steps_per_generation=case["steps_per_generation"], num_iterations=case["num_iterations"],
+                          generation_kwargs={"min_new_tokens": case["completion_len"]}, use_vllm=False,
+                          log_completions=False, **common)
+        trainer = GRPOTrainer(model=model, reward_funcs=reward_len, args=args, train_dataset=ds,
+                              processing_class=tok, peft_config=peft_config)
+    del model
+    s.trainer = trainer
+    trainer.add_callback(step_marker_callback(s))
+    install(s)
+    return trainer
+
+
+def param_bytes(model):
+    kinds = OrderedDict([("trainable", 0), ("frozen", 0)])
+    seen = set()
+    for p in model.parameters():
+        ptr, nb = _storage(p)
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        kinds["trainable" if p.requires_grad else "frozen"] += nb
+    return kinds
+
+
+def run_case(case, path, trace=True, out=None):
+    from torch.profiler import profile, ProfilerActivity
+    gc.collect()
+    torch.manual_seed(0)
+    s = RunState(case)
+    s.trace = trace and case["gc"] == "none"
+    t0 = time.time()
+    # the whole run is profiled: a block allocated before the profiler starts has no free event in it
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False) as prof:
+        trainer = build_trainer(case, path, s)
+        if s.trace:
+            s.tracer = BlockSavedTracer(decoder_layers(trainer.model))
+        trainer.train()
+    wall = time.time() - t0
+    phases = DPO_PHASES if case["method"] == "dpo" else GRPO_PHASES
+    tree = prof.profiler.kineto_results.experimental_event_tree()
+    allocs = _alloc_nodes(tree)
+    step_node = [r for r in _walk(tree) if r.name == "measured_step"][-1]
+    in_step, live0, cum_at_start, cum = step_window(allocs, step_node.start_time_ns, step_node.end_time_ns)
+    if cum_at_start is None:
+        cum_at_start = cum
+    cur, peak, peak_i, phase_peak, phase_op, phase_end, phase_i = step_peaks(in_step, phases, init=None)
+    pk = in_step[peak_i]
+    start_ts, step_start = s.at_start
+    end_ts, end_bytes = s.at_end
+    persistent_ptrs = start_ts | end_ts
+    model = trainer.model
+    tot, tr = count_params(model)
+    seen_phases = [p for p in phases if phase_peak.get(p) is not None]
+    m = OrderedDict()
+    m["peak_allocated_bytes"] = step_start + peak
+    m["step_start_bytes"] = step_start
+    m["peak_phase"] = _describe(pk)[0]
+    m["peak_op"] = _opname(pk)
+    m["phase_peak_bytes"] = OrderedDict((p, step_start + phase_peak[p]) for p in seen_phases)
+    m["phase_peak_op"] = OrderedDict((p, _opname(phase_op.get(p))) for p in seen_phases)
+    m["phase_end_bytes"] = OrderedDict((p, step_start + phase_end[p]) for p in seen_phases if p in phase_end)
+    m["params_total"] = tot
+    m["params_trainable"] = tr
+    m["param_bytes"] = param_bytes(model)
+    if getattr(trainer, "ref_model", None) is not None:
+        m["ref_model_param_bytes"] = sum(_storage(p)[1] for p in trainer.ref_model.parameters())
+    opt = s.opt or trainer.optimizer
+    m["optimizer_state_bytes"] = live_tensor_bytes([v for st in opt.state.values() for v in st.values()
+                                                    if isinstance(v, torch.Tensor)])
+    m["optimizer"] = type(opt.optimizer if hasattr(opt, "optimizer") else opt).__name__ + \
+        (" fused" if (opt.optimizer if hasattr(opt, "optimizer") else opt).defaults.get("fused") else "")
+    m["loss"] = round(s.loss_value, 6) if s.loss_value is not None else None
+    if s.trace:
+        rec = {p: r for p, r in s.tracer.records.items() if p not in persistent_ptrs}
+        per = defaultdict(int)
+        for r in rec.values():
+            per["layer%d" % r["region"] if isinstance(r["region"], int) else r["region"]] += r["nbytes"]
+        m["saved_bytes"] = OrderedDict(sorted(per.items()))
+    check = OrderedDict([("profiler_step_start_bytes", cum_at_start), ("step_net_bytes", cur),
+                         ("tensor_end_minus_start", end_bytes - step_start)])
+    extra = [(n.extra_fields.alloc_size, " < ".join(a.name for a in _ancestors(n))[:160])
+             for p, n in live0.items() if p not in persistent_ptrs]
+    if extra:
+        check["unaccounted_at_start_bytes"] = sum(e[0] for e in extra)
+        agg = defaultdict(lambda: [0, 0])
+        for sz, where in extra:
+            agg[where][0] += sz
+            agg[where][1] += 1
+        check["unaccounted_at_start"] = sorted(([v[0], v[1], k] for k, v in agg.items()), reverse=True)[:8]
+    if out is not None:
+        print_trace(case, in_step, peak_i, step_start, s, persistent_ptrs, m, phase_i, seen_phases, out)
+    if s.tracer is not None:
+        s.tracer.remove()
+    return m, check, wall
+
+
+def _walk(tree):
+    stack = list(tree)
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
+TRACE_LEGEND = """\
+stacks/trl/measure.py   (torch %s, transformers %s, peft %s, trl %s, accelerate %s, CPU)
+Per case: the header (peak = step_start + rise, [phase: op (autograd node)] at the peak), each phase's peak and
+the live bytes when it ended, the live blocks at the step's peak grouped by (phase, autograd node, op) --
+dtype(shape) when the block is a tensor saved for backward by the policy forward --, the same (largest 10
+groups) at each other phase's peak, then the saved-for-backward storages per region (decoder layer / outside):
+the full list for the last layer and for "outside", and for the other layers only the lines that differ.
+"""
+
+
+def print_trace(case, in_step, peak_i, step_start, s, persistent_ptrs, m, phase_i, seen_phases, out):
+    P = lambda *a: print(*a, file=out)  # noqa: E731
+    rec = s.tracer.records if s.tracer is not None else {}
+    P("=" * 110)
+    desc = "%s %s %s ref=%s gc=%s" % (case["method"], case["finetune"], case["precision"], case["reference"],
+                                       case["gc"])
+    if case["method"] == "dpo":
+        desc += " pairs=%d prompt=%d completion=%d" % (case["pairs"], case["prompt_len"], case["completion_len"])
+    else:
+        desc += " G=%d prompts=%d prompt=%d completion=%d beta=%g spg=%s" % (
+            case["num_generations"], case["prompts"], case["prompt_len"], case["completion_len"], case["beta"],
+            case["steps_per_generation"] or 1)
+    if case.get("vocab"):
+        desc += " vocab=%d" % case["vocab"]
+    P("=== %s  (%s)  peak=%d = step_start %d + %d  [%s: %s]" % (
+        case["name"], desc, m["peak_allocated_bytes"], step_start, m["peak_allocated_bytes"] - step_start,
+        m["peak_phase"], m["peak_op"]))
+    P("  param_bytes: %s  optimizer_state_bytes: %d%s" % (
+        json.dumps(m["param_bytes"]), m["optimizer_state_bytes"],
+        "  ref_model_param_bytes: %d" % m["ref_model_param_bytes"] if "ref_model_param_bytes" in m else ""))
+    P("  phases (peak, op at the peak; live bytes when the phase last allocated/freed):")
+    for p in seen_phases:
+        P("    %-15s peak=%10d  end=%10s  %s" % (p, m["phase_peak_bytes"][p], m["phase_end_bytes"].get(p),
+                                               m["phase_peak_op"][p]))
+    saved_phases = ("policy_forward", "loss")
+    P("  -- live at the step's peak (allocated during the step), by phase / autograd node / op:")
+    print_groups(P, live_groups(in_step, peak_i, rec, saved_phases), (15, 34, 30))
+    for p in seen_phases:
+        i = phase_i.get(p)
+        if i is None or i == peak_i:
+            continue
+        g = live_groups(in_step, i, rec, saved_phases)
+        top = dict(sorted(g.items(), key=lambda kv: -kv[1][0])[:10])
+        P("  -- live at the %s peak (%d = start + %d), largest 10 of %d groups:" % (
+            p, m["phase_peak_bytes"][p], m["phase_peak_bytes"][p] - step_start, len(g)))
+        print_groups(P, top, (15, 34, 30))
+    if s.tracer is not None:
+        print_saved_by_block(P, rec, persistent_ptrs, s.tracer, "layer", "decoder layer", "during the forward")
+    else:
+        P("  (no saved-tensor trace: %s)" % ("gradient checkpointing" if case["gc"] != "none" else "--no-trace"))
+
+
+# --------------------------------------------------------------------------
+
+def versions():
+    return OrderedDict((k, _ver(k)) for k in ("torch", "transformers", "peft", "trl", "accelerate", "datasets",
+                                              "safetensors", "tokenizers", "numpy"))
+
+
+def run_one(case, base_dir, args, tout):
+    path = model_dir(base_dir, case)
+    save_tiny(path, model_hf(case))
+    m, check, wall = run_case(case, path, trace=not args.no_trace, out=tout)
+    if check["profiler_step_start_bytes"] != m["step_start_bytes"] or \
+            check["step_net_bytes"] != check["tensor_end_minus_start"]:
+        print("NOTE %s: accounting %r vs step_start %d" % (
+            case["name"], {k: v for k, v in check.items() if k != "unaccounted_at_start"}, m["step_start_bytes"]),
+            file=sys.stderr)
+    hf = OrderedDict([("model", "from_pretrained(dtype=%s, attn_implementation='sdpa')" % (
+        "bf16" if case["precision"] == "bf16-base-mixed" else "fp32")),
+        ("trainer", "DPOTrainer" if case["method"] == "dpo" else "GRPOTrainer"),
+        ("autocast", case["precision"] in ("bf16-mixed", "bf16-base-mixed")),
+        ("gradient_checkpointing", case["gc"])])
+    if case["finetune"] == "lora":
+        hf["lora"] = dict(LORA, adapter_dtype="fp32 (PEFT autocast_adapter_dtype=True)")
+    if case["method"] == "dpo":
+        hf["dpo"] = {"beta": 0.1, "loss_type": ["sigmoid"], "precompute_ref_log_probs": case["reference"] ==
+                     "precomputed", "sequences_per_forward": micro_batch(case),
+                     "tokens": "prompt %d + completion %d (EOS included)" % (case["prompt_len"],
+                                                                              case["completion_len"])}
+    else:
+        hf["grpo"] = {"beta": case["beta"], "loss_type": "dapo", "num_generations": case["num_generations"],
+                      "per_device_train_batch_size": micro_batch(case),
+                      "steps_per_generation": case["steps_per_generation"] or 1,
+                      "num_iterations": case["num_iterations"], "use_vllm": False,
+                      "generation_kwargs": {"min_new_tokens": case["completion_len"]},
+                      "reward": "len(completion) in characters"}
+    hf["trainer_args"] = {"optim": "adamw_torch_fused (default)", "max_grad_norm": 1.0, "max_steps": case["steps"],
+                          "measured": "step %d (the last)" % case["steps"]}
+    rec = OrderedDict([("name", case["name"]), ("config", case_config(case)), ("measured", m), ("hf", hf),
+                       ("check", check), ("device", "cpu"), ("torch", torch.__version__.split("+")[0]),
+                       ("versions", versions()),
+                       ("date", datetime.datetime.now(datetime.timezone.utc).date().isoformat())])
+    print("%-34s peak=%10d start=%9d %-15s %s (%.0fs)" % (
+        case["name"], m["peak_allocated_bytes"], m["step_start_bytes"], m["peak_phase"], m["peak_op"], wall),
+        file=sys.stderr, flush=True)
+    return rec
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="JSONL output path")
+    ap.add_argument("--trace-out", default=None, help="trace file (default stdout)")
+    ap.add_argument("--only", action="append", default=[], help="run cases whose name contains this")
+    ap.add_argument("--exact", default=None, help="run only this case (used for child processes)")
+    ap.add_argument("--no-trace", action="store_true", help="no saved-tensor hooks (checks they change nothing)")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "vramcalc-trl-tiny-llama"))
+    args = ap.parse_args()
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    if args.list:
+        for c in CASES:
+            print(c["name"])
+        return
+    if args.exact:  # child: one case, JSON record on the last stdout line, trace to --trace-out
+        case = [c for c in CASES if c["name"] == args.exact][0]
+        tout = open(args.trace_out, "w") if args.trace_out else sys.stderr
+        rec = run_one(case, args.model_dir, args, tout)
+        print(json.dumps(rec))
+        return
+    cases = [c for c in CASES if not args.only or any(o in c["name"] for o in args.only)]
+    import transformers
+    import peft
+    import trl
+    import accelerate
+    tout = open(args.trace_out, "w") if args.trace_out else sys.stdout
+    print(TRACE_LEGEND % (torch.__version__, transformers.__version__, peft.__version__, trl.__version__,
+                          accelerate.__version__), file=tout)
+    records, failures = [], []
+    for c in cases:
+        # every case in a fresh process: objects of an earlier case would be freed inside a later case's profile
+        cmd = [sys.executable, os.path.abspath(__file__), "--exact", c["name"], "--model-dir", args.model_dir]
+        if args.no_trace:
+            cmd.append("--no-trace")
+        try:
+            with tempfile.NamedTemporaryFile("r", suffix=".txt") as tf:
+                cmd += ["--trace-out", tf.name]
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+                if p.returncode != 0:
+                    raise RuntimeError("child exited %d" % p.returncode)
+                rec = json.loads(p.stdout.strip().splitlines()[-1], object_pairs_hook=OrderedDict)
+                tout.write(tf.read())
+                tout.flush()
+        except Exception as e:  # noqa: BLE001
+            msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
+            failures.append((c["name"], msg))
+            print("%-34s FAILED %s" % (c["name"], msg), file=sys.stderr, flush=True)
+            continue
+        records.append(rec)
+    if args.out:
+        with open(args.out, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+    if args.trace_out:
+        tout.close()
+    for n, msg in failures:
+        print("FAILED %s: %s" % (n, msg), file=sys.stderr)
+    if failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
