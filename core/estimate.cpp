@@ -272,6 +272,20 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
             adapter_targets.push_back(l.name);
     const MemoryEstimate current = estimate_memory(c);
     const Terms& peak = current.at_peak();
+    // TRL's regimes (preference_phases.cpp).
+    if (c.method == TrainingMethod::dpo && c.reference == Reference::model && c.finetune.method != FinetuneMethod::full)
+        out.push_back({"Reference = the policy with its adapters off", {{"reference", "base-without-adapters"}},
+                       "no second model: TRL scores the reference with the LoRA adapters disabled"});
+    if (c.method == TrainingMethod::dpo && c.reference != Reference::precomputed)
+        out.push_back({"Precompute the reference log-probabilities", {{"reference", "precomputed"}},
+                       "one pass before training (precompute_ref_log_probs): no reference forward or model in the step"});
+    if (c.method == TrainingMethod::grpo && c.num_generations % 2 == 0 && c.micro_batch % 2 == 0)
+        out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
+                       {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
+                       "half the completions per step: the KV cache and the policy's batch halve"});
+    if (c.method == TrainingMethod::grpo && c.inference_gpu_share > 0.1)
+        out.push_back({"A smaller vLLM share of the GPU", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", 0.5 * c.inference_gpu_share}}}},
+                       "vLLM reserves gpu_memory_utilization of the card for its weights and KV cache"});
     if (c.precision == Precision::fp32_true)
         out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
                        "activations and logits drop to 16-bit while weights stay fp32"});

@@ -46,6 +46,7 @@ struct Keys {
     Framework framework = Framework::hf;
     Precision precision = Precision::bf16_mixed;
     FinetuneMethod method = FinetuneMethod::full;
+    TrainingMethod training = TrainingMethod::sft;  // SFT, DPO, GRPO: must be equal too
     Strategy strategy = Strategy::single;
     bool tp = false, pp = false, cp = false;
     Checkpointing checkpointing = Checkpointing::none;
@@ -60,6 +61,7 @@ Keys keys_of(const Config& c) {
     k.framework = c.framework->id;
     k.precision = c.precision;
     k.method = c.finetune.method;
+    k.training = c.method;
     k.strategy = c.strategy;
     k.tp = c.tp > 1, k.pp = c.pp > 1, k.cp = c.cp > 1;
     k.checkpointing = c.checkpointing;
@@ -73,13 +75,14 @@ enum : unsigned { kFramework = 8, kFamily = 4, kPrecision = 2, kCheckpointing = 
 
 bool operator==(const Keys& a, const Keys& b) {
     return std::strcmp(a.model_type, b.model_type) == 0 && a.moe == b.moe && a.framework == b.framework &&
-           a.precision == b.precision && a.method == b.method && a.strategy == b.strategy && a.tp == b.tp &&
+           a.precision == b.precision && a.method == b.method && a.training == b.training && a.strategy == b.strategy && a.tp == b.tp &&
            a.pp == b.pp && a.cp == b.cp && a.checkpointing == b.checkpointing && a.optimizer == b.optimizer &&
            a.loss == b.loss;
 }
 
 bool same_kind(const Keys& a, const Keys& b) {
-    return a.method == b.method && a.strategy == b.strategy && a.tp == b.tp && a.pp == b.pp && a.cp == b.cp;
+    return a.method == b.method && a.training == b.training && a.strategy == b.strategy && a.tp == b.tp && a.pp == b.pp &&
+           a.cp == b.cp;
 }
 
 unsigned shared(const Keys& a, const Keys& b) {
@@ -343,7 +346,8 @@ std::vector<Allowance> allowances(const Config& c, const MemoryEstimate& m) {
 }
 
 std::string summary(const Config& c, const MemoryEstimate& m, const Evidence& e, const std::vector<EvidenceGroup>& groups) {
-    const std::string kind = method_words(c.finetune.method) + " on " + strategy_words(c);
+    const std::string kind = (c.method == TrainingMethod::sft ? std::string() : std::string(to_string(c.method)) + " ") +
+                             method_words(c.finetune.method) + " on " + strategy_words(c);
     std::size_t total = e.more_cases;
     for (const EvidenceGroup& g : groups) total += g.cases;
     char text[768];

@@ -59,6 +59,7 @@ const std::vector<std::pair<std::string, std::string>> kCpuSets = {
     {"tests/validation/stacks/torchtitan/measured.jsonl", "torchtitan's own training step, 2-4 gloo ranks"},
     {"tests/validation/stacks/qlora/measured.jsonl", "PEFT LoRA and bitsandbytes QLoRA"},
     {"tests/validation/stacks/litgpt2023/measured.jsonl", "lit-gpt 8641822 (2023) LoRA and QLoRA, whole-run peaks"},
+    {"tests/validation/stacks/trl/measured.jsonl", "TRL 1.16's DPOTrainer and GRPOTrainer"},
 };
 
 // published/evaluate.py's source_group.
@@ -134,7 +135,7 @@ std::vector<std::string> shared_keys(const Config& a, const Config& b) {
 }
 
 bool same_method_and_strategy(const Config& a, const Config& b) {
-    return a.finetune.method == b.finetune.method && a.strategy == b.strategy && (a.tp > 1) == (b.tp > 1) &&
+    return a.finetune.method == b.finetune.method && a.method == b.method && a.strategy == b.strategy && (a.tp > 1) == (b.tp > 1) &&
            (a.pp > 1) == (b.pp > 1) && (a.cp > 1) == (b.cp > 1);
 }
 
