@@ -26,6 +26,29 @@ export const MIN_SAVING = 0.05 * 2 ** 30;
 
 export const phaseName = (p) => String(p).replace('_', ' ');
 
+const known = (x) => typeof x === 'number' && Number.isFinite(x);
+// Seconds as people read a step or a run: ms below one second, hours above one.
+export function duration(s) {
+  if (!known(s)) return '—';
+  if (s < 1e-3) return `${+(s * 1e6).toPrecision(3)} µs`;
+  if (s < 1) return `${+(s * 1000).toPrecision(3)} ms`;
+  if (s < 60) return `${+s.toPrecision(3)} s`;
+  if (s < 3600) return `${+(s / 60).toPrecision(3)} min`;
+  return hours(s / 3600);
+}
+export const hours = (x) => (!known(x) ? '—' : `${x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en')} h` +
+  (x >= 48 ? ` (${(x / 24).toFixed(x >= 240 ? 0 : 1)} days)` : ''));
+export const rate = (x) => (known(x) ? Math.round(x).toLocaleString('en') : '—');
+export const money = (x) => (known(x) ? x.toLocaleString('en', { minimumFractionDigits: x < 1000 ? 2 : 0, maximumFractionDigits: 2 }) : '—');
+// A step time with its lower-bound mark (offloaded CPU work is not timed).
+export const stepText = (s, bound) => (known(s) ? `${bound ? '≥ ' : ''}${duration(s)}` : '—');
+// A suggestion's time against the current one: "+12% time".
+export function timeChange(s, base) {
+  if (!known(s) || !known(base) || base <= 0) return '';
+  const pct = Math.round((s / base - 1) * 100);
+  return pct === 0 ? 'same time' : `${pct > 0 ? '+' : '−'}${Math.abs(pct)}% time`;
+}
+
 export function renderAnswer(r, summary) {
   const fits = r.fits;
   const badge = $('fits');
@@ -54,6 +77,35 @@ export function renderAnswer(r, summary) {
   $('embed-summary').textContent = summary;
   renderBar(r);
   renderPhases(r);
+  renderTime(r);
+}
+
+function figure(id, text, sub) {
+  $(id).textContent = text;
+  $(id + '-sub').textContent = sub;
+}
+
+// Step time, throughput and MFU; with the run's tokens its hours and GPU-hours, with a price its cost.
+function renderTime(r) {
+  const t = r.step_time_s;
+  const bound = r.step_time_is_lower_bound === true;
+  const step = $('step-time');
+  step.dataset.seconds = known(t) ? String(t) : '';
+  step.dataset.lowerBound = String(bound && known(t));
+  figure('step-time', stepText(t, bound), !known(t) ? 'unknown: no peak FLOPS known for this GPU and precision'
+    : bound ? 'a lower bound: the offloaded CPU work is not timed' : 'one optimizer step');
+  $('step-bound').hidden = !(bound && known(t));
+  figure('tokens-s', known(r.tokens_per_s) ? `${rate(r.tokens_per_s)} tokens/s` : '—',
+    known(r.tokens_per_s_per_gpu) ? `${rate(r.tokens_per_s_per_gpu)} per GPU` : '');
+  figure('mfu', known(r.mfu) ? `${(r.mfu * 100).toFixed(r.mfu < 0.1 ? 1 : 0)}%` : '—', 'model FLOPs over the dense peak');
+  const run = known(r.hours);
+  $('run-figure').hidden = !run;
+  if (run) figure('run-hours', hours(r.hours), `${rate(r.gpu_hours)} GPU-hours`);
+  $('cost-figure').hidden = !known(r.cost);
+  const price = r.config && r.config.price_per_gpu_hour;
+  if (known(r.cost)) figure('cost', money(r.cost), `at ${money(price)} per GPU-hour`);
+  $('run-note').textContent = !run && known(price) && price > 0
+    ? 'Give the tokens to train on (Run and cost) for the run’s hours and cost.' : '';
 }
 
 // One line saying what was estimated (the embed view's caption, the compare panel's A).
@@ -113,7 +165,8 @@ function renderPhases(r) {
     bar.firstChild.style.width = `${(p.allocated_bytes / max) * 100}%`;
     body.append(h('tr', { class: peak ? 'peak' : '' },
       h('th', { scope: 'row' }, phaseName(p.name), peak ? h('span', { class: 'tag' }, 'peak') : null),
-      h('td', { class: 'num' }, gib(p.allocated_bytes)), h('td', { class: 'bar-cell' }, bar),
+      h('td', { class: 'num' }, gib(p.allocated_bytes)), h('td', { class: 'num', dataset: { seconds: String(p.time_s ?? '') } }, duration(p.time_s)),
+      h('td', { class: 'bar-cell' }, bar),
       h('td', { class: 'desc' }, PHASES[p.name] || '')));
   }
 }
@@ -123,9 +176,12 @@ export function renderSuggestions(r, onApply) {
   const shown = r.suggestions.filter((sgt) => r.total_bytes - sgt.total_bytes >= MIN_SAVING);
   if (!shown.length) list.append(h('li', { class: 'empty' }, 'No change to suggest.'));
   for (const sgt of shown) {
+    const change = timeChange(sgt.step_time_s, r.step_time_s);
+    const t = known(sgt.step_time_s) ? `${stepText(sgt.step_time_s, sgt.step_time_is_lower_bound)} per step${change ? ` (${change})` : ''}` : '';
     list.append(h('li', {}, h('button', { type: 'button', class: 'suggest', onclick: () => onApply(sgt) },
       h('span', { class: 'change' }, sgt.change),
-      h('span', { class: `result ${sgt.fits ? 'ok' : 'bad'}` }, `→ ${gib(sgt.total_bytes)} · ${sgt.fits ? 'fits' : 'does not fit'}`)),
+      h('span', { class: `result ${sgt.fits ? 'ok' : 'bad'}` }, `→ ${gib(sgt.total_bytes)} · ${sgt.fits ? 'fits' : 'does not fit'}`),
+      h('span', { class: 'time', dataset: { seconds: String(sgt.step_time_s ?? '') } }, t)),
     h('p', { class: 'why' }, sgt.why)));
   }
 }

@@ -11,6 +11,8 @@ import {
 import { LABELS, zeroLabel, sharded, meshed, FIELDS, FIELD, GROUPS, fid, eid, nid } from './fields.js';
 import { renderAnswer, renderSuggestions, summaryLine } from './answer.js';
 import { renderCompare, differences } from './compare.js';
+import { renderEvidence } from './evidence.js';
+import { renderExports, initExports } from './exports.js';
 import { initHistory, record, madeBy } from './history.js';
 import { initFrame } from './frame.js';
 import { embedCodes, copy } from './share.js';
@@ -107,6 +109,8 @@ function readValue(f, el) {
   if (f.kind === 'int' || f.kind === 'number') {
     const t = el.value.trim();
     if (t === '') return f.key.startsWith('model.') ? '' : defaultOf(state, f.key);
+    const m = f.tokens && /^(\d+\.?\d*|\.\d+)\s*([kmbt])$/i.exec(t);  // 2T, 500M tokens
+    if (m) return Number(m[1]) * 1000 ** ('kmbt'.indexOf(m[2].toLowerCase()) + 1);
     return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) ? Number(t) : t;
   }
   return el.value;
@@ -250,7 +254,7 @@ function normaliseStrategy(before, after) {
   if (after === 'megatron' && state.zero > 1) state.zero = 0;
   if (!meshed(state)) {
     for (const k of ['tp', 'pp', 'cp', 'loss_parallel', 'pp_schedule']) state[k] = DEFAULTS[k];
-    for (const k of FOLLOWERS) state[k] = defaultOf(state, k);
+    for (const k of ['sequence_parallel', 'pp_stages_per_rank']) state[k] = defaultOf(state, k);
   }
   if (!sharded(state)) state.offload = 'none';
   if (after === 'fsdp' && state.offload === 'optimizer') state.offload = 'optimizer+params';
@@ -322,7 +326,10 @@ function applySuggestion(sgt) {
   const before = state.strategy;
   state = applyPatch(state, sgt.config);
   if (sgt.config && 'strategy' in sgt.config && !('zero' in sgt.config) && state.zero === defaultZero(before)) state.zero = defaultZero(state.strategy);
+  const precision = state.precision;
   state = follow(prev, state);
+  // The core estimated the suggestion with the precision it was sent, unless the change names one.
+  if (!(sgt.config && 'precision' in sgt.config)) state.precision = precision;
   commit(sgt.change);
   refresh(true);
   $('verdict').focus();
@@ -488,10 +495,10 @@ function update(sync) {
     renderAnswer(r, summaryLine(state, r.gpu.name, presets));
     showStackChoices(r.config);
     const rest = () => {
+      renderEvidence(r.evidence);
       renderSuggestions(r, applySuggestion);
       renderCharts(config, r);
-      const ds = JSON.parse(mod.deepspeedConfig(text));
-      $('deepspeed').textContent = JSON.stringify(ds, null, 2);
+      renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
       $('config-json').textContent = JSON.stringify(config, null, 2);
       showCompare();
     };
@@ -503,6 +510,7 @@ function update(sync) {
     $('fits').dataset.fits = 'invalid';
     $('fits').textContent = 'Invalid';
     $('verdict-text').textContent = 'Fix the highlighted settings; the figures below are from the last valid configuration.';
+    renderExports(null);
     if (lastResult) showCompare();
   }
   $('mini-fits').dataset.fits = $('fits').dataset.fits;
@@ -562,7 +570,7 @@ function init() {
   for (const id of ['embed-theme', 'embed-view']) $(id).addEventListener('change', showEmbedCodes);
   $('copy-embed-div').addEventListener('click', () => copy($('embed-div').value, 'embed-div', 'Widget code'));
   $('copy-embed-iframe').addEventListener('click', () => copy($('embed-iframe').value, 'embed-iframe', 'Iframe code'));
-  $('copy-ds').addEventListener('click', () => copy($('deepspeed').textContent, 'deepspeed', 'DeepSpeed config'));
+  initExports();
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
   $('undo').addEventListener('click', () => history.back());

@@ -1,6 +1,6 @@
 // Compare: a pinned configuration A beside the current one, B — totals, fits, and each term at the peak with B − A.
 import { h, clear, gib } from './dom.js';
-import { TERMS, phaseName } from './answer.js';
+import { TERMS, phaseName, stepText, rate, money } from './answer.js';
 
 const signed = (bytes) => (bytes === 0 ? '0' : `${bytes > 0 ? '+' : '−'}${gib(Math.abs(bytes))}`);
 
@@ -55,6 +55,22 @@ export function renderCompare(box, { a, b, summaryA, changed, stale, embed, onUn
     cell.textContent = signed(Number(cell.dataset.bytes));
     cell.classList.toggle('worse', d > 0);
     cell.classList.toggle('better', d < 0);
+  }
+  // Time and cost: B − A as a change in percent (a longer step and a higher cost are worse, more tokens/s better).
+  const known = (x) => typeof x === 'number' && Number.isFinite(x);
+  const timed = [['step_time', 'Step time', (r) => r.step_time_s, (r) => stepText(r.step_time_s, r.step_time_is_lower_bound), 1],
+    ['tokens_per_s', 'Tokens/s', (r) => r.tokens_per_s, (r) => rate(r.tokens_per_s), -1],
+    ['cost', 'Cost', (r) => r.cost, (r) => money(r.cost), 1]];
+  for (const [key, label, value, text, sign] of timed) {
+    const x = value(a);
+    const y = value(b);
+    if (!known(x) && !known(y)) continue;
+    const pct = known(x) && known(y) && x > 0 ? Math.round((y / x - 1) * 100) : null;
+    const diff = h('td', { class: 'num', dataset: { col: 'change' } }, pct === null ? '' : pct === 0 ? '0%' : `${pct > 0 ? '+' : '−'}${Math.abs(pct)}%`);
+    diff.classList.toggle('worse', pct * sign > 0);
+    diff.classList.toggle('better', pct * sign < 0);
+    body.append(row(key, label, h('td', { class: 'num', dataset: { col: 'a', value: String(x ?? '') } }, text(a)),
+      h('td', { class: 'num', dataset: { col: 'b', value: String(y ?? '') } }, text(b)), diff));
   }
   const table = h('table', { id: 'compare-table', class: `compare-table${stale ? ' stale' : ''}` },
     h('caption', { class: 'visually-hidden' }, 'A and B per GPU, at each one’s peak'),

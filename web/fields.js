@@ -13,7 +13,8 @@ export const LABELS = {
   longest_batch_first: { '': 'The stack’s choice', true: 'Yes: the first micro-batch', false: 'No: any step' },
   precision: { 'bf16-mixed': 'bf16 mixed (fp32 master weights)', '16-mixed': 'fp16 mixed (fp32 master weights)',
     '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)',
-    'bf16-base-mixed': 'bf16 frozen base, fp32 adapters (PEFT, LoRA)', '16-base-mixed': 'fp16 frozen base, fp32 adapters (PEFT, LoRA)' },
+    'bf16-base-mixed': 'bf16 frozen base + fp32 adapters, autocast (the LoRA recipe)',
+    '16-base-mixed': 'fp16 frozen base + fp32 adapters, autocast (the LoRA recipe)' },
   optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', 'paged-adamw': 'Paged AdamW (bitsandbytes)',
     'paged-adamw-8bit': 'Paged AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
     sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
@@ -63,6 +64,8 @@ const chunked = (s) => s.loss === 'chunked';
 export const meshed = (s) => s.strategy === 'megatron' || (s.strategy === 'fsdp' && s.fsdp_version === '2');
 const fsdpTp = (s) => s.strategy === 'fsdp' && Number(s.tp) > 1;
 const piped = (s) => Number(s.pp) > 1;
+const multi = (s) => s.strategy !== 'single';
+const untimed = (s) => !(Number(s.train_tokens) > 0);
 export const GROUPS = [
   { title: 'Training stack', fields: [
     { key: 'framework', label: 'Framework', kind: 'select',
@@ -97,7 +100,8 @@ export const GROUPS = [
       hint: 'The loop runs the longest sample first (lit-gpt’s scripts, June 2023 to February 2024): the peak is that first micro-batch’s, with no gradients, optimizer states or previous step yet; later batches are taken as shorter.' },
   ] },
   { title: 'Precision & optimizer', fields: [
-    { key: 'precision', label: 'Precision', kind: 'select' },
+    { key: 'precision', label: 'Precision', kind: 'select',
+      hint: 'LoRA and QLoRA on one GPU or DDP default to PEFT’s recipe (a bf16 frozen base, fp32 adapters); a choice of yours stays.' },
     { key: 'optimizer', label: 'Optimizer', kind: 'select' },
     { key: 'optimizer_impl', label: 'Optimizer implementation', kind: 'select' },
     { key: 'optimizer_in_backward', label: 'Optimizer step in backward', kind: 'bool',
@@ -143,6 +147,18 @@ export const GROUPS = [
     { key: 'gpu.memory_gib', label: 'Memory (GiB)', kind: 'number', show: (s) => s.gpu === 'custom' },
     { key: 'gpu.name', label: 'Name', kind: 'text', show: (s) => s.gpu === 'custom' },
     { key: 'device', label: 'Kernels', kind: 'select' },
+  ] },
+  { title: 'Run and cost', fields: [
+    { key: 'train_tokens', label: 'Tokens to train on', kind: 'number', tokens: true,
+      hint: 'The whole run (2T, 500M or 1e9), for its hours and GPU-hours. Empty: give epochs and the dataset’s tokens instead.' },
+    { key: 'epochs', label: 'Epochs', kind: 'number', show: untimed },
+    { key: 'dataset_tokens', label: 'Tokens in the dataset', kind: 'number', tokens: true, show: untimed },
+    { key: 'price_per_gpu_hour', label: 'Price per GPU-hour', kind: 'number',
+      hint: 'In any currency, none built in: the cost comes out in the same.' },
+    { key: 'gpus_per_node', label: 'GPUs per node', kind: 'int', show: multi, sub: true,
+      hint: 'GPUs sharing NVLink; the rest talk over the network.' },
+    { key: 'inter_node_gbps', label: 'Network per GPU between nodes (GB/s)', kind: 'number', show: multi, sub: true,
+      hint: 'Empty or 0: the GPU’s reference system (DGX / HGX).' },
   ] },
 ];
 export const FIELDS = GROUPS.flatMap((g) => g.fields);

@@ -3,8 +3,10 @@
 // the same lists and bounds as core/config_json.cpp; anything else is reported and ignored, never shown as markup.
 
 import { resolveModel, closeModels } from './names.js';
+import { compactHf, fromBase64Url, toBase64Url } from './hfjson.js';
 
 export { modelIdOf, resolveModel, closeModels } from './names.js';
+export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './hfjson.js';
 
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
@@ -77,7 +79,12 @@ export const INTS = {
   'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
+  gpus_per_node: [1, 1024],
 };
+// Non-negative numbers of the run and its cost (0: not given).
+export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
+  price_per_gpu_hour: [0, 1e6] };
+export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS)];
 export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
@@ -93,25 +100,6 @@ export const ARCH_DEFAULTS = {
   experts: 1, experts_per_token: 1, qkv_bias: false, lm_head_bias: false, norms_per_layer: 2,
 };
 
-// config.json keys that never change a tensor shape or the memory of a training step (the same list as
-// tests/data/model_catalog/make_catalog.py): a share link carries every other key, so that whatever the core reads
-// (now or later) survives the link. Inside quantization_config only quant_method is kept; text_config is stripped
-// the same way.
-export const HF_DROP = new Set(['architectures', 'auto_map', 'initializer_range', 'initializer_factor', 'rope_theta',
-  'rope_scaling', 'rope_parameters', 'torch_dtype', 'dtype', 'transformers_version', 'use_cache', '_name_or_path',
-  'tokenizer_class', 'bos_token', 'eos_token', 'pad_token', 'task_specific_params', 'id2label', 'label2id',
-  'router_aux_loss_coef',
-  // generation settings
-  'temperature', 'top_p', 'top_k', 'typical_p', 'do_sample', 'num_beams', 'num_beam_groups', 'max_length',
-  'min_length', 'max_new_tokens', 'repetition_penalty', 'length_penalty', 'no_repeat_ngram_size',
-  'encoder_no_repeat_ngram_size', 'early_stopping', 'num_return_sequences', 'diversity_penalty', 'bad_words_ids',
-  'begin_suppress_tokens', 'suppress_tokens', 'remove_invalid_values', 'exponential_decay_length_penalty',
-  'output_scores', 'return_dict_in_generate', 'forced_bos_token_id', 'forced_eos_token_id',
-  // never copied: they would touch an object's prototype
-  '__proto__', 'constructor', 'prototype']);
-export const hfKeyDropped = (k) => HF_DROP.has(k) || /_token_ids?$/.test(k) || /(_eps|_epsilon)$/.test(k) ||
-  k === 'epsilon' || k.length > 80;
-
 // The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
 // catalog, "custom" or "hf". loss_chunks, lm_head_chunks and longest_batch_first hold '' for the framework's own choice (LitGPT's depend
 // on the tokens and the fine-tuning method), else what the user set; framework_version and backend_version '' for
@@ -125,6 +113,7 @@ export const DEFAULTS = {
   device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
   activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
+  gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -181,17 +170,26 @@ export function applyProfile(s) {
 export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
 // Fields whose default depends on others (core/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
-// norms sequence-parallel, the interleaved schedule runs two stages per GPU. Left at their default, they follow it.
-export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank'];
+// norms sequence-parallel, the interleaved schedule runs two stages per GPU, adapters on one GPU or DDP under a
+// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base). Left at their default, they follow it.
+export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank', 'precision'];
+
+const profileValue = (state, key) => {
+  const p = profileOf(state.framework, state.framework_version);
+  return p && Object.hasOwn(p, key) ? p[key] : DEFAULTS[key];
+};
 
 export function defaultOf(state, key) {
   if (key === 'zero') return defaultZero(state.strategy);
   if (key === 'sequence_parallel') return state.strategy === 'fsdp' && Number(state.tp) > 1;
   if (key === 'pp_stages_per_rank') return state.pp_schedule === 'interleaved-1f1b' ? 2 : 1;
-  if (PROFILE_KEYS.includes(key)) {
-    const p = profileOf(state.framework, state.framework_version);
-    return p && Object.hasOwn(p, key) ? p[key] : DEFAULTS[key];
+  if (key === 'precision') {
+    const p = profileValue(state, 'precision');
+    const recipe = p === 'bf16-mixed' && profileValue(state, 'adapter_dtype') === 'fp32' && state.finetune !== 'full' &&
+      (state.strategy === 'single' || state.strategy === 'ddp');
+    return recipe ? 'bf16-base-mixed' : p;
   }
+  if (PROFILE_KEYS.includes(key)) return profileValue(state, key);
   if (key === 'targets') return STACK_DEFAULT_TARGETS[state.framework] || DEFAULTS.targets;
   if (key === 'model.kv_heads') return state['model.heads'];
   if (key === 'model.activation') return MLP_ACTIVATION[state['model.mlp']] || ARCH_DEFAULTS.activation;
@@ -213,8 +211,7 @@ export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k)
   'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
   'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'longest_batch_first', 'precision', 'optimizer', 'optimizer_impl',
   'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
-  'offload', 'fsdp_version', 'fsdp_wrap', 'device',
-  'torch'];
+  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', ...RUN_KEYS];
 // Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
 export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
 export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
@@ -235,44 +232,6 @@ export const MAX_PIN_CHARS = MAX_HF_CHARS + 4096;
 const VIEW_KEYS = ['embed', 'theme', 'view', 'pin'];
 
 export const initialState = () => ({ ...DEFAULTS });
-
-// A pasted config.json less the keys that never affect memory (HF_DROP), as plain JSON values: strings of at most
-// 200 characters, arrays of at most 1024 items, objects at most 4 deep (text_config, quantization_config, ...).
-export function compactHf(obj, depth = 0) {
-  const out = {};
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return out;
-  for (const k of Object.keys(obj)) {
-    if (hfKeyDropped(k)) continue;
-    let v = obj[k];
-    if (k === 'quantization_config' && v && typeof v === 'object' && !Array.isArray(v))
-      v = typeof v.quant_method === 'string' ? { quant_method: v.quant_method } : {};
-    v = plainJson(v, depth + 1);
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
-}
-
-function plainJson(v, depth) {
-  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
-  if (typeof v === 'boolean' || v === null) return v;
-  if (typeof v === 'string') return v.length <= 200 ? v : undefined;
-  if (depth > 4 || !v || typeof v !== 'object') return undefined;
-  if (Array.isArray(v)) return v.length <= 1024 ? v.map((x) => plainJson(x, depth + 1)).filter((x) => x !== undefined) : undefined;
-  return compactHf(v, depth);
-}
-
-export function toBase64Url(text) {
-  const bytes = new TextEncoder().encode(text);
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-export function fromBase64Url(s) {
-  const bin = atob(s.replace(/-/g, '+').replace(/_/g, '/'));
-  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
-  return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-}
 
 // The configuration the core reads, from the page's fields.
 export function toConfig(s) {
@@ -313,6 +272,7 @@ export function toConfig(s) {
   c.gpu = s.gpu === 'custom' ? { name: s['gpu.name'], memory_gib: s['gpu.memory_gib'] } : s.gpu;
   c.device = s.device;
   c.torch = s.torch;
+  for (const k of RUN_KEYS) if (s[k] !== DEFAULTS[k]) c[k] = s[k];
   return c;
 }
 
@@ -548,6 +508,13 @@ function readScalar(key, text, bad, ids = {}) {
     const v = parseInt10(text, INTS[key]);
     if (v === null) bad(key, `must be an integer from ${INTS[key][0]} to ${INTS[key][1]}`);
     return v === null ? undefined : v;
+  }
+  if (key in NUMBERS) {
+    const [lo, hi] = NUMBERS[key];
+    const v = /^[0-9]{1,19}(\.[0-9]{1,17})?(e[+-]?[0-9]{1,2})?$/i.test(text) ? Number(text) : NaN;
+    if (v >= lo && v <= hi) return v;
+    bad(key, `must be a number from ${lo} to ${hi}`);
+    return undefined;
   }
   if (BOOLS.includes(key)) {
     if (text === 'true' || text === 'false') return text === 'true';

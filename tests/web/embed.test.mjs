@@ -175,6 +175,8 @@ test('widgets on a documentation page of another origin: sized to their content,
   for (const [i, query, bytes] of [[1, '?model=mistral-7b&gpu=l4&finetune=qlora', bytes2], [2, '?model=gpt2&gpu=t4&seq_len=1024', bytes3]]) {
     const frame = frames[i];
     assert.equal(await frame.getAttribute('#total', 'data-bytes'), bytes);
+    // The frame into view first (Chromium does not render a cross-origin frame out of view, so nothing in it settles).
+    await (await frame.frameElement()).scrollIntoViewIfNeeded();
     await frame.locator('#open-full').scrollIntoViewIfNeeded();
     const [popup] = await Promise.all([context.waitForEvent('page'), frame.click('#open-full')]);
     await popup.waitForSelector('body[data-ready=true]', { timeout: 15000 });

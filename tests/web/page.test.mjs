@@ -93,7 +93,8 @@ test('the figures shown match the native CLI, as the inputs change', async () =>
   assert.ok((await page.$$('#bar .seg')).length >= 4);
   assert.ok((await page.$$('#chart-mb circle')).length >= 8, 'the micro-batch chart has its points');
   assert.ok((await page.$$('#chart-seq circle')).length >= 8, 'the sequence chart has its points');
-  assert.match(await page.textContent('#deepspeed'), /"stage": 2/);
+  await page.click('#export-tabs [data-export=deepspeed]');
+  assert.match(await page.textContent('#export-text'), /"stage": 2/);
 
   // Typing: each keystroke is one estimate (and sweep and render), well inside a frame.
   const ms = await page.evaluate(async () => {
@@ -450,7 +451,7 @@ test('training stacks: a framework sets its defaults and module names, keeps the
   await page.fill('#f-seq_len', '4096');
   await page.selectOption('#f-checkpointing', 'full');
   await settle(page);
-  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-base-mixed', 'PEFT’s recipe for adapters on one GPU');
   assert.equal(await page.inputValue('#f-adapter_dtype'), 'fp32');
   assert.equal(await page.isVisible('#f-loss_chunks'), false, 'no chunk count for the full loss');
 

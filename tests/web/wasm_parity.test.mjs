@@ -67,6 +67,10 @@ function validConfig(r) {
   if (r() < 0.25 && strategy !== 'megatron') c.finetune = { method: pick(r, ['lora', 'qlora']), rank: pick(r, [4, 8, 64]), targets: ['q_proj', 'v_proj'] };
   if (r() < 0.1) c.torch = '1.13';
   if (r() < 0.05) c.device = 'cpu';
+  // The run and its cost (hours, GPU-hours, cost: floating-point text both sides must print alike).
+  if (r() < 0.3) c.train_tokens = pick(r, [1e9, 2.5e11, 123456789]);
+  if (r() < 0.2) c.price_per_gpu_hour = pick(r, [0.5, 2.49, 98.7]);
+  if (r() < 0.1 && c.gpus > 4) Object.assign(c, { gpus_per_node: 4, inter_node_gbps: 25 });
   return c;
 }
 
@@ -197,13 +201,16 @@ function cliStderr(command, input) {
   return spawnSync(CLI, [command, '-'], { input, encoding: 'utf8' }).stderr;
 }
 
-test('sweep, deepspeed, adamw and presets: identical to the CLI', () => {
+test('sweep, deepspeed, exports, adamw and presets: identical to the CLI', () => {
   const r = rng(99);
   for (let i = 0; i < 40; i++) {
     const config = validConfig(r);
     const text = JSON.stringify(config);
     const ds = cli('deepspeed', text);
     if (ds.code === 0) assert.equal(mod.deepspeedConfig(text) + '\n', ds.stdout, text);
+    const ex = cli('exports', text);
+    if (ex.code === 0) assert.equal(mod.exports(text) + '\n', ex.stdout, text);
+    else assert.ok(JSON.parse(mod.exports(text)).errors, text);
     const req = JSON.stringify({ config, micro_batch: [1, 2, 4, 8], seq_len: [512, 2048] });
     const sw = cli('sweep', req);
     if (sw.code === 0) assert.equal(mod.sweep(req) + '\n', sw.stdout, req);
@@ -230,7 +237,7 @@ test('the module keeps working after bad calls', () => {
   const bad = ['', 'null', '[]', '{', '"x"', '{"model":{}}', '{"seq_len":"a"}', 'x'.repeat(2 << 20),
     '{"model":{"hf_config":[]}}', '\u0000\uffff', '{"gpu":{"memory_gib":1e999}}', '{"micro_batch":1e20}'];
   for (const text of bad) {
-    for (const f of ['estimate', 'deepspeedConfig', 'sweep', 'adamwStep']) {
+    for (const f of ['estimate', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
       const out = JSON.parse(mod[f](text));
       assert.ok(Array.isArray(out.errors) && out.errors.length > 0, `${f}(${text.slice(0, 40)})`);
     }

@@ -1,0 +1,322 @@
+// Issues 11 and 13 on the page, in Chromium: the Export card (per strategy and stack, as the CLI writes them; copy,
+// download, never an error object), "What this rests on" (the estimate's evidence), step time, throughput, MFU and
+// the run's hours and cost (fields, link, compare, suggestions), and the LoRA precision that follows PEFT's recipe.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve, launch, openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+
+let server;
+let browser;
+before(async () => {
+  requireSite();
+  requireCli();
+  requirePlaywright();
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = await serve();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const open = (query, options) => openPage(browser, server.url + query, options);
+// A same-origin Blob URL (a download) is not a request elsewhere.
+const foreign = (log) => log.foreign.filter((u) => !u.startsWith(`blob:${server.url.slice(0, -1)}`));
+
+function run(command, config) {
+  const r = cli(command, typeof config === 'string' ? config : JSON.stringify(config));
+  assert.equal(r.code, 0, `the CLI rejected ${JSON.stringify(config)}`);
+  return JSON.parse(r.stdout);
+}
+const shownConfig = (page) => page.textContent('#config-json');
+
+async function clean(page, log) {
+  assert.deepEqual(log.dialogs, [], 'no dialog');
+  assert.deepEqual(foreign(log), [], 'no request elsewhere');
+  assert.deepEqual(await page.evaluate(() => window.__csp), [], 'no CSP violation');
+  assert.deepEqual(log.errors, [], 'no script error');
+}
+
+// One page, each configuration by its link (a fresh load): strategy → the exports the CLI writes for it.
+const STRATEGIES = {
+  single: '?model=llama-2-7b&gpu=a100-80gb',
+  ddp: '?model=llama-2-7b&gpu=a100-80gb&strategy=ddp&gpus=8',
+  fsdp: '?model=llama-2-7b&gpu=a100-80gb&strategy=fsdp&gpus=8',
+  deepspeed: '?model=llama-2-7b&gpu=a100-80gb&strategy=deepspeed&gpus=8&zero=2',
+  megatron: '?model=llama-2-70b&gpu=h100-80gb&strategy=megatron&gpus=16&tp=8&pp=2',
+  litgpt: '?model=llama-2-7b&gpu=a100-80gb&framework=litgpt&finetune=lora',
+  torchtune: '?model=llama-2-7b&gpu=a100-80gb&framework=torchtune&finetune=lora',
+  qlora: '?model=llama-3-8b&gpu=l4&finetune=qlora',
+};
+
+test('exports: per strategy and stack the CLI’s own files, with Copy and Download; never an error object', async () => {
+  const { page, context, log } = await open(STRATEGIES.single, { viewport: { width: 1400, height: 1000 },
+    setup: (ctx) => ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url.slice(0, -1) }) });
+  const seen = new Set();
+  for (const [name, query] of Object.entries(STRATEGIES)) {
+    if (name !== 'single') {
+      await page.goto(server.url + query);
+      await page.waitForSelector('body[data-ready=true][data-details=true]');
+    }
+    await settle(page);
+    const want = run('exports', await shownConfig(page)).exports;
+    assert.ok(want.length > 0, `${name}: the CLI writes at least one export`);
+    const tabs = await page.$$eval('#export-tabs [role=tab]', (t) => t.map((x) => ({ id: x.dataset.export, title: x.textContent })));
+    assert.deepEqual(tabs, want.map((e) => ({ id: e.id, title: e.title })), `${name}: the tabs are the CLI's exports`);
+    for (const e of want) {
+      seen.add(e.id);
+      await page.click(`#export-tabs [data-export="${e.id}"]`);
+      assert.equal(await page.getAttribute(`#export-tabs [data-export="${e.id}"]`, 'aria-selected'), 'true');
+      assert.equal(await page.textContent('#export-file'), e.filename, `${name}/${e.id}`);
+      assert.equal(await page.textContent('#export-text'), e.text, `${name}/${e.id}: the CLI's text`);
+    }
+    const card = await page.textContent('#export-card');
+    assert.doesNotMatch(card, /"errors"|\[object Object\]|undefined/, `${name}: no error object, nothing undefined`);
+    assert.equal(await page.isHidden('#export-note'), true, name);
+  }
+  assert.deepEqual([...seen].sort(), ['accelerate', 'deepspeed', 'litgpt', 'megatron', 'torchrun', 'torchtune', 'training-arguments'],
+    'every kind of export appears on some strategy');
+
+  // Copy and Download of the selected export (the Blob URL has its file name; nothing goes out).
+  await page.goto(server.url + STRATEGIES.deepspeed);
+  await page.waitForSelector('body[data-ready=true][data-details=true]');
+  const ds = run('exports', await shownConfig(page)).exports.find((e) => e.id === 'deepspeed');
+  await page.click('#export-tabs [data-export=deepspeed]');
+  await page.click('#copy-export');
+  await page.waitForFunction(() => document.getElementById('copy-status').textContent !== '');
+  assert.match(await page.textContent('#copy-status'), /^DeepSpeed config (copied|selected)/);
+  if (/copied/.test(await page.textContent('#copy-status')))
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), ds.text);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-export')]);
+  assert.equal(download.suggestedFilename(), 'ds_config.json');
+  assert.equal(readFileSync(await download.path(), 'utf8'), ds.text);
+  assert.match(download.url(), /^blob:http:\/\/127\.0\.0\.1:/);
+
+  // Keyboard: the arrows move between the tabs and show each.
+  await page.focus('#export-tabs [aria-selected=true]');
+  await page.keyboard.press('ArrowRight');
+  const next = await page.evaluate(() => document.activeElement.dataset.export);
+  assert.equal(await page.getAttribute('#export-panel', 'data-export'), next);
+  assert.notEqual(next, 'deepspeed');
+  await page.locator('#export-card').screenshot({ path: join(ARTIFACTS, 'export.png') });
+
+  // An invalid configuration: no exports and no error object, a sentence saying what to do.
+  await page.fill('#f-seq_len', 'x');
+  await settle(page);
+  assert.equal(await page.isVisible('#export-note'), true);
+  assert.match(await page.textContent('#export-note'), /^Fix the highlighted settings first/);
+  assert.equal(await page.isHidden('#export-tabs'), true);
+  assert.equal(await page.isHidden('#export-panel'), true);
+  await page.fill('#f-seq_len', '2048');
+  await settle(page);
+  assert.equal(await page.isHidden('#export-note'), true);
+  await clean(page, log);
+  await context.close();
+});
+
+test('what this rests on: the core’s evidence beside the answer, collapsible, from the keyboard; not in the compact embed', async () => {
+  const query = '?model=llama-3-8b&gpu=a100-40gb&finetune=lora';
+  const { page, context, log } = await open(query, { viewport: { width: 1400, height: 1000 } });
+  const ev = run('estimate', await shownConfig(page)).evidence;
+  assert.equal(await page.textContent('#evidence-summary'), ev.summary);
+  assert.equal(await page.isVisible('#evidence-groups'), false, 'collapsed at first');
+  await page.focus('#evidence-toggle');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.isVisible('#evidence-groups'), true, 'opened from the keyboard');
+  const groups = await page.$$eval('#evidence-groups > li', (li) => li.map((x) => ({ ...x.dataset, text: x.textContent })));
+  assert.equal(groups.length, ev.measured.length);
+  ev.measured.forEach((g, i) => {
+    const s = groups[i];
+    assert.deepEqual([s.source, s.cases, s.compared, s.median, s.max, s.matches],
+      [g.source, String(g.cases), String(g.compared), String(g.median_error ?? ''), String(g.max_error ?? ''), g.matches.join(',')], `group ${i}`);
+    for (const t of [g.set, g.group, g.versions, g.file]) assert.ok(s.text.includes(t), `group ${i} names ${t}`);
+  });
+  const allowances = await page.$$eval('#evidence-allowances > li', (li) => li.map((x) => [x.dataset.term, Number(x.dataset.bytes), x.textContent]));
+  assert.deepEqual(allowances.map(([t, b]) => [t, b]), ev.allowances.map((a) => [a.term, a.bytes]));
+  allowances.forEach(([, , text], i) => assert.ok(text.includes(ev.allowances[i].why)));
+  if (ev.more) assert.match(await page.textContent('#evidence-more'), new RegExp(`${ev.more.groups} looser groups? \\(${ev.more.cases} cases\\)`));
+  await page.locator('#answer').screenshot({ path: join(ARTIFACTS, 'answer-time-evidence.png') });
+  // A run no measurement covers: the summary says so, no groups listed.
+  await page.goto(server.url + STRATEGIES.megatron);
+  await page.waitForSelector('body[data-ready=true][data-details=true]');
+  const ev2 = run('estimate', await shownConfig(page)).evidence;
+  assert.equal(await page.textContent('#evidence-summary'), ev2.summary);
+  assert.equal(await page.$$eval('#evidence-groups > li', (li) => li.length), ev2.measured.length);
+  await clean(page, log);
+  await context.close();
+
+  const compact = await open(`${query}&embed=1&view=compact`, { viewport: { width: 480, height: 600 } });
+  assert.equal(await compact.page.isVisible('#evidence'), false, 'hidden in the compact embed');
+  assert.equal(await compact.page.isVisible('#step-time'), false);
+  await compact.context.close();
+  const full = await open(`${query}&embed=1`, { viewport: { width: 480, height: 900 } });
+  assert.equal(await full.page.isVisible('#step-time'), true, 'the full embed shows the step time');
+  assert.equal(await full.page.isVisible('#tokens-s'), true, 'and tokens/s');
+  await clean(full.page, full.log);
+  await full.context.close();
+});
+
+const ms = (s) => Number(s);
+test('time and cost: the CLI’s figures, per phase and per suggestion; hours, GPU-hours and cost from the run’s fields; the link', async () => {
+  const { page, context, log } = await open('?model=llama-2-7b&gpu=a100-40gb&precision=bf16-mixed', { viewport: { width: 1400, height: 1000 } });
+  let r = run('estimate', await shownConfig(page));
+  assert.equal(ms(await page.getAttribute('#step-time', 'data-seconds')), r.step_time_s);
+  assert.match(await page.textContent('#tokens-s'), new RegExp(`^${Math.round(r.tokens_per_s).toLocaleString('en')} tokens/s$`));
+  assert.equal(await page.textContent('#tokens-s-sub'), `${Math.round(r.tokens_per_s_per_gpu).toLocaleString('en')} per GPU`);
+  assert.equal(await page.textContent('#mfu'), `${Math.round(r.mfu * 100)}%`);
+  const phases = await page.$$eval('#phases td[data-seconds]', (td) => td.map((x) => Number(x.dataset.seconds)));
+  assert.deepEqual(phases, r.phases.map((p) => p.time_s));
+  // Each suggestion: its step time and the change against the current one.
+  const sgts = await page.$$eval('#suggestions li', (li) => li.map((x) => ({ change: x.querySelector('.change')?.textContent,
+    seconds: x.querySelector('.time')?.dataset.seconds, time: x.querySelector('.time')?.textContent })));
+  assert.ok(sgts.length >= 3);
+  for (const s of sgts) {
+    const c = r.suggestions.find((x) => x.change === s.change);
+    assert.equal(ms(s.seconds), c.step_time_s, s.change);
+    const pct = Math.round((c.step_time_s / r.step_time_s - 1) * 100);
+    assert.ok(s.time.includes(pct === 0 ? 'same time' : `${pct > 0 ? '+' : '−'}${Math.abs(pct)}% time`), `${s.change}: ${s.time}`);
+    assert.equal(s.time.includes('≥'), c.step_time_is_lower_bound, `${s.change}: the lower-bound mark`);
+  }
+  assert.ok(sgts.some((s) => s.time.includes('≥')), 'an offloading suggestion is marked as a lower bound');
+  assert.equal(await page.isVisible('#run-figure'), false, 'no run without its tokens');
+
+  // The run and its price: fields of their own ("2T" reads as tokens), the CLI's hours, GPU-hours and cost.
+  assert.equal(await page.isVisible('#f-gpus_per_node'), false, 'nodes only with several GPUs');
+  await page.fill('#f-price_per_gpu_hour', '2.5');
+  await settle(page);
+  assert.match(await page.textContent('#run-note'), /tokens to train on/);
+  await page.fill('#f-train_tokens', '2B');
+  await settle(page);
+  assert.equal(await page.isVisible('#f-epochs'), false, 'epochs only without train_tokens');
+  let cfg = JSON.parse(await shownConfig(page));
+  assert.deepEqual([cfg.train_tokens, cfg.price_per_gpu_hour], [2e9, 2.5]);
+  r = run('estimate', await shownConfig(page));
+  const hours = (x) => `${x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en')} h`;
+  assert.ok((await page.textContent('#run-hours')).startsWith(hours(r.hours)));
+  assert.equal(await page.textContent('#run-hours-sub'), `${Math.round(r.gpu_hours).toLocaleString('en')} GPU-hours`);
+  assert.equal(await page.textContent('#cost'), r.cost.toLocaleString('en', { minimumFractionDigits: r.cost < 1000 ? 2 : 0, maximumFractionDigits: 2 }));
+  assert.equal(await page.textContent('#cost-sub'), 'at 2.50 per GPU-hour');
+  assert.equal(await page.textContent('#run-note'), '');
+  const link = await page.inputValue('#share-url');
+  assert.match(link, /[?&]train_tokens=2000000000&price_per_gpu_hour=2\.5(&|$)/);
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.equal(await again.page.inputValue('#f-train_tokens'), '2000000000');
+  assert.equal(await again.page.textContent('#cost'), await page.textContent('#cost'));
+  assert.equal(await again.page.inputValue('#share-url'), link);
+  await again.context.close();
+
+  // Epochs × dataset tokens; several GPUs: the node fields.
+  await page.fill('#f-train_tokens', '');
+  await page.fill('#f-epochs', '3');
+  await page.fill('#f-dataset_tokens', '500M');
+  await page.selectOption('#f-strategy', 'ddp');
+  await page.fill('#f-gpus', '16');
+  await settle(page);
+  assert.equal(await page.isVisible('#f-gpus_per_node'), true);
+  await page.fill('#f-inter_node_gbps', '50');
+  await settle(page);
+  cfg = JSON.parse(await shownConfig(page));
+  assert.deepEqual([cfg.epochs, cfg.dataset_tokens, cfg.inter_node_gbps, cfg.train_tokens], [3, 5e8, 50, undefined]);
+  r = run('estimate', await shownConfig(page));
+  assert.equal(ms(await page.getAttribute('#step-time', 'data-seconds')), r.step_time_s);
+  assert.ok((await page.textContent('#run-hours')).startsWith(hours(r.hours)));
+  // Bad input next to its field, as the core says it.
+  await page.fill('#f-price_per_gpu_hour', 'lots');
+  await settle(page);
+  assert.match(await page.textContent('#e-price_per_gpu_hour'), /must be a number/);
+  await page.fill('#f-price_per_gpu_hour', '2.5');
+  await page.fill('#f-gpus_per_node', '0');
+  await settle(page);
+  assert.match(await page.textContent('#e-gpus_per_node'), /must be/);
+  await page.fill('#f-gpus_per_node', '8');
+  await settle(page);
+
+  // Compare: step time, tokens/s and cost of A and B.
+  await page.click('#pin');
+  await page.fill('#f-micro_batch', '2');
+  await settle(page);
+  const b = run('estimate', await shownConfig(page));
+  for (const [row, key] of [['step_time', 'step_time_s'], ['tokens_per_s', 'tokens_per_s'], ['cost', 'cost']])
+    assert.equal(ms(await page.getAttribute(`#compare-table tr[data-row=${row}] td[data-col=b]`, 'data-value')), b[key], row);
+  assert.equal(ms(await page.getAttribute('#compare-table tr[data-row=cost] td[data-col=a]', 'data-value')), r.cost);
+  await clean(page, log);
+  await context.close();
+
+  // A lower bound (the offloaded CPU step is not timed); a GPU without a known peak: no time, said so.
+  const off = await open('?model=llama-2-7b&gpu=a100-80gb&strategy=deepspeed&gpus=8&zero=2&offload=optimizer');
+  assert.equal(run('estimate', await shownConfig(off.page)).step_time_is_lower_bound, true);
+  assert.equal(await off.page.isVisible('#step-bound'), true);
+  assert.match(await off.page.textContent('#step-time'), /^≥ /);
+  await off.context.close();
+  const custom = await open('?gpu=custom&gpu.memory_gib=48&model=llama-3.2-1b');
+  assert.equal(await custom.page.textContent('#step-time'), '—');
+  assert.match(await custom.page.textContent('#step-time-sub'), /no peak FLOPS known/);
+  assert.equal(await custom.page.textContent('#tokens-s'), '—');
+  await clean(custom.page, custom.log);
+  await custom.context.close();
+  // Hostile values of the new keys: reported as text and ignored.
+  const bad = await open('?train_tokens=-1&price_per_gpu_hour=%3Cb%3E1%3C/b%3E&gpus_per_node=0&inter_node_gbps=1e400&epochs=1e7&dataset_tokens=NaN');
+  const listed = await bad.page.$$eval('#link-problems li code', (c) => c.map((x) => x.textContent));
+  assert.deepEqual(listed.sort(), ['dataset_tokens', 'epochs', 'gpus_per_node', 'inter_node_gbps', 'price_per_gpu_hour', 'train_tokens']);
+  const badCfg = JSON.parse(await shownConfig(bad.page));
+  for (const k of ['train_tokens', 'price_per_gpu_hour', 'gpus_per_node', 'inter_node_gbps', 'epochs', 'dataset_tokens']) assert.equal(badCfg[k], undefined, k);
+  await clean(bad.page, bad.log);
+  await bad.context.close();
+});
+
+test('precision: LoRA on one GPU follows PEFT’s recipe while at its default; Llama-3-8B LoRA fits an A100 40GB', async () => {
+  const { page, context, log } = await open('?model=llama-3-8b&gpu=a100-40gb');
+  const recipe = await page.$eval('#f-precision option[value=bf16-base-mixed]', (o) => o.textContent);
+  assert.match(recipe, /bf16 frozen base \+ fp32 adapters.*the LoRA recipe/);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  await page.selectOption('#f-finetune', 'lora');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-base-mixed');
+  const core = run('estimate', { model: 'llama-3-8b', gpu: 'a100-40gb', finetune: { method: 'lora' } });
+  assert.equal(core.config.precision, 'bf16-base-mixed', 'the core’s own default');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(core.total_bytes));
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'true');
+  assert.ok(core.total_bytes < 31 * 2 ** 30 && core.total_bytes > 27 * 2 ** 30, `about 29 GiB: ${core.total_bytes / 2 ** 30}`);
+  assert.doesNotMatch(await page.inputValue('#share-url'), /precision/, 'the default stays out of the link');
+  // The strategies that refuse the recipe move it back; full fine-tuning too.
+  await page.selectOption('#f-strategy', 'fsdp');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  await page.selectOption('#f-strategy', 'ddp');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-base-mixed');
+  await page.selectOption('#f-strategy', 'single');
+  await page.selectOption('#f-finetune', 'full');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  // A choice of the user's stays.
+  await page.selectOption('#f-precision', 'bf16-true');
+  await page.selectOption('#f-finetune', 'qlora');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-true');
+  assert.match(await page.inputValue('#share-url'), /precision=bf16-true/);
+  // A link: the recipe without naming it; an explicit bf16-mixed kept.
+  const link = await open('?model=llama-3-8b&gpu=a100-40gb&finetune=lora');
+  assert.equal(await link.page.inputValue('#f-precision'), 'bf16-base-mixed');
+  assert.equal(await link.page.getAttribute('#fits', 'data-fits'), 'true');
+  await link.context.close();
+  const explicit = await open('?model=llama-3-8b&gpu=a100-40gb&finetune=lora&precision=bf16-mixed');
+  assert.equal(await explicit.page.inputValue('#f-precision'), 'bf16-mixed');
+  await explicit.context.close();
+  // A suggestion that names no precision is applied with the one it was estimated with.
+  await page.selectOption('#f-finetune', 'full');
+  await page.selectOption('#f-precision', 'bf16-mixed');
+  await settle(page);
+  const before = run('estimate', await shownConfig(page));
+  const q = before.suggestions.find((s) => s.change.startsWith('QLoRA'));
+  assert.ok(q && !('precision' in q.config));
+  await page.click('#suggestions .suggest:has-text("QLoRA")');
+  await settle(page);
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(q.total_bytes));
+  await clean(page, log);
+  await context.close();
+});
