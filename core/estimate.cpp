@@ -375,13 +375,14 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
                        "8-bit states in CUDA unified memory, paged out to CPU RAM when the GPU runs short"});
     // With adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
     nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}};
-    if (c.precision == Precision::bf16_mixed && one_gpu_or_ddp) lora["precision"] = "bf16-base-mixed";
+    nlohmann::json qlora = {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", adapter_targets}}}};
+    if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && one_gpu_or_ddp)
+        lora["precision"] = qlora["precision"] = "bf16-base-mixed";
     if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
         out.push_back({"LoRA (rank 16) instead of full fine-tuning", lora,
                        "only the adapters have gradients and optimizer states"});
     if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
-        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)",
-                       {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", adapter_targets}}}},
+        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)", qlora,
                        "frozen weights take about 0.52 bytes per parameter"});
     return out;
 }

@@ -7,6 +7,7 @@ export const TERMS = {
   weights: ['Weights', 'The model’s parameters held on this GPU, in the training precision. Sharded by ZeRO-3 / FSDP FULL_SHARD, split by tensor and pipeline parallelism; 4-bit under QLoRA.'],
   gradients: ['Gradients', 'One gradient per trainable parameter, live from the backward pass until the optimizer step. Sharded from ZeRO-2; tiny with LoRA.'],
   optimizer_states: ['Optimizer states', 'AdamW keeps two fp32 moments per trainable parameter (m and v, 8 bytes); 8-bit AdamW about 2, SGD none. Sharded from ZeRO-1, moved to CPU by offload.'],
+  inference_engine: ['vLLM engine', 'A colocated vLLM’s gpu_memory_utilization share of the card, reserved for its weights and KV cache (outside PyTorch’s allocator).'],
   paged_optimizer_states: ['Paged optimizer states', 'bitsandbytes’ paged states: unified memory that the driver can evict to CPU RAM under pressure. Counted in the total (nvidia-smi), not in what PyTorch allocates.'],
   master_weights: ['Master weights', 'An fp32 copy of 16-bit weights that the optimizer updates (DeepSpeed and Megatron mixed precision), so that small updates are not rounded away.'],
   activations: ['Activations', 'Tensors saved in the forward pass for the backward pass. Grows with micro-batch × sequence length; checkpointing and flash attention cut it.'],
@@ -20,6 +21,10 @@ const PHASES = {
   loss: 'Forward done and the loss computed: every saved activation and the logits are live.',
   backward: 'Backward pass: gradients appear while saved activations are freed.',
   optimizer_step: 'Optimizer step: gradients, optimizer states and the update’s temporaries are live together.',
+  generation: 'Generation (GRPO): the prefill, then the KV cache of every completion at its longest.',
+  reference: 'Reference scoring: a no-grad forward for the reference log-probabilities (DPO: the policy’s graph is alive).',
+  old_logps: 'Old log-probabilities: a no-grad forward of the policy over vLLM’s completions.',
+  policy_forward: 'Policy forward: every saved activation and TRL’s fused LM head (no whole logits).',
 };
 // Suggestions that save less than this are not listed (a change nobody would make for 11 MiB).
 export const MIN_SAVING = 0.05 * 2 ** 30;

@@ -3,6 +3,9 @@ import { CHOICES, ARCH_KEYS, DEFAULTS } from './params.js';
 
 export const LABELS = {
   framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
+  method: { sft: 'Supervised (fine-tuning or pre-training)', dpo: 'DPO (TRL DPOTrainer)', grpo: 'GRPO (TRL GRPOTrainer)' },
+  reference: { default: 'TRL’s default', model: 'A second model', 'base-without-adapters': 'The policy with adapters off',
+    precomputed: 'Precomputed log-probabilities', none: 'None (GRPO with beta 0)' },
   loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy',
     fused: 'Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)', 'fused-linear': 'Fused linear cross-entropy (Liger)' },
   pp_schedule: { '1f1b': '1F1B', gpipe: 'GPipe (all forwards, then all backwards)',
@@ -66,12 +69,26 @@ const fsdpTp = (s) => s.strategy === 'fsdp' && Number(s.tp) > 1;
 const piped = (s) => Number(s.pp) > 1;
 const multi = (s) => s.strategy !== 'single';
 const untimed = (s) => !(Number(s.train_tokens) > 0);
+const trl = (s) => s.method !== 'sft';
+const grpo = (s) => s.method === 'grpo';
 export const GROUPS = [
   { title: 'Training stack', fields: [
     { key: 'framework', label: 'Framework', kind: 'select',
       hint: 'Whose training code runs the step: it sets precision, loss, LoRA adapter dtype and module names to that stack’s defaults; change any of them afterwards.' },
     { key: 'framework_version', label: 'Framework version', kind: 'text', maxlength: 32,
       hint: 'A release (0.2.1) or a date (2024-05-20): the stack’s code in force then, whose defaults it sets again. Empty: the current revision.' },
+  ] },
+  { title: 'Training method', fields: [
+    { key: 'method', label: 'Method', kind: 'select',
+      hint: 'DPO and GRPO as TRL 1.16 runs them (one GPU or DDP): a reference model or the policy with adapters off, generation, and TRL’s fused LM head.' },
+    { key: 'reference', label: 'Reference log-probabilities', kind: 'select', show: trl },
+    { key: 'prompt_len', label: 'Prompt tokens', kind: 'int', show: trl },
+    { key: 'completion_len', label: 'Completion tokens', kind: 'int', show: trl,
+      hint: 'The sequence is prompt + completion; DPO’s chosen and rejected each.' },
+    { key: 'num_generations', label: 'Generations per prompt', kind: 'int', show: grpo,
+      hint: 'Must divide the completions of a step (the micro-batch counts completions under GRPO).' },
+    { key: 'vllm_share', label: 'Colocated vLLM’s share of the GPU', kind: 'number', show: grpo,
+      hint: '0: generate in the training process. Else vLLM’s gpu_memory_utilization (TRL’s default 0.3), reserved on the card.' },
   ] },
   { title: 'Model', fields: [
     { key: 'model', label: 'Model', kind: 'model',
@@ -92,7 +109,7 @@ export const GROUPS = [
       hint: 'The back end’s release (0.41.1). Empty: the current one.' },
   ] },
   { title: 'Batch', fields: [
-    { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int' },
+    { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int', show: (s) => !trl(s) },
     { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int' },
     { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
       hint: 'Micro-batches per optimizer step: multiplies the global batch. Above 1, earlier micro-batches’ gradients stay live through the next forward (unless allocated up front, as DeepSpeed and Megatron do), FSDP’s no_sync accumulation keeps every layer’s unsharded gradient, and a pipeline keeps more micro-batches in flight (GPipe: all).' },

@@ -10,6 +10,8 @@ export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './
 
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
+  method: ['sft', 'dpo', 'grpo'],
+  reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed'],
   optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
@@ -79,12 +81,14 @@ export const INTS = {
   'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
-  gpus_per_node: [1, 1024],
+  gpus_per_node: [1, 1024], prompt_len: [1, 2 ** 24], completion_len: [1, 2 ** 24], num_generations: [1, 2 ** 20],
 };
 // Non-negative numbers of the run and its cost (0: not given).
 export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
-  price_per_gpu_hour: [0, 1e6] };
-export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS)];
+  price_per_gpu_hour: [0, 1e6], vllm_share: [0, 0.95] };
+export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
+// TRL's trainers (core/preference_phases.cpp): their keys, sent only with method dpo or grpo.
+export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm_share'];
 export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
@@ -114,6 +118,7 @@ export const DEFAULTS = {
   activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
   gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
+  method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm_share: 0,
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -211,7 +216,7 @@ export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k)
   'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
   'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'longest_batch_first', 'precision', 'optimizer', 'optimizer_impl',
   'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
-  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', ...RUN_KEYS];
+  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', 'method', ...METHOD_KEYS, ...RUN_KEYS];
 // Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
 export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
 export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
@@ -252,6 +257,17 @@ export function toConfig(s) {
     c.model = s.model;
   }
   for (const k of ['seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl']) c[k] = s[k];
+  if (s.method !== 'sft') {  // the sequence is prompt + completion (the core derives seq_len)
+    delete c.seq_len;
+    c.method = s.method;
+    c.prompt_len = s.prompt_len;
+    c.completion_len = s.completion_len;
+    if (s.reference !== 'default') c.reference = s.reference;
+    if (s.method === 'grpo') {
+      c.num_generations = s.num_generations;
+      if (Number(s.vllm_share) > 0) c.inference_engine = { name: 'vllm', gpu_memory_utilization: Number(s.vllm_share) };
+    }
+  }
   c.finetune = s.finetune === 'full' ? 'full'
     : { method: s.finetune, rank: s.rank, targets: String(s.targets).split(',').map((t) => t.trim()).filter(Boolean),
       dropout: s.lora_dropout };

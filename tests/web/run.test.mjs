@@ -320,3 +320,32 @@ test('precision: LoRA on one GPU follows PEFT’s recipe while at its default; L
   await clean(page, log);
   await context.close();
 });
+
+test('DPO and GRPO: the method fields, their phases and the vLLM share, as the CLI estimates them', async () => {
+  const query = '?model=llama-3-8b&gpu=h100-80gb&finetune=lora&method=dpo&prompt_len=256&completion_len=768&micro_batch=2';
+  const { page, context, log } = await open(query);
+  const config = JSON.parse(await shownConfig(page));
+  assert.equal(config.method, 'dpo');
+  assert.equal(config.seq_len, undefined, 'the core derives seq_len from prompt + completion');
+  const cli_ = run('estimate', config);
+  assert.equal(cli_.config.reference, 'base-without-adapters');
+  const phases = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
+  for (const name of ['reference', 'policy forward', 'backward', 'optimizer step'])
+    assert.ok(phases.some((t) => t.startsWith(name)), `phase ${name} shown`);
+  assert.ok(!(await page.isVisible('#f-seq_len')), 'no sequence length field under DPO');
+  // GRPO with a colocated vLLM: its share is a term of the total.
+  await page.goto(server.url + '?model=qwen2.5-7b&gpu=h100-80gb&finetune=lora&method=grpo&num_generations=4&micro_batch=8&prompt_len=128&completion_len=512&vllm_share=0.3');
+  await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  const grpo = JSON.parse(await shownConfig(page));
+  assert.deepEqual(grpo.inference_engine, { name: 'vllm', gpu_memory_utilization: 0.3 });
+  const est = run('estimate', grpo);
+  assert.ok(est.per_gpu_bytes.inference_engine > 0);
+  const legend = await page.textContent('body');
+  assert.ok(legend.includes('vLLM engine'), 'the vLLM term in the legend');
+  // A bad count is a message next to its field, not a crash.
+  await page.goto(server.url + '?model=qwen2.5-7b&method=grpo&num_generations=3&micro_batch=8&prompt_len=8&completion_len=8');
+  await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
+  assert.match(await page.textContent('body'), /num_generations|Generations per prompt/);
+  await clean(page, log);
+  await context.close();
+});
