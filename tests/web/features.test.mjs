@@ -1,26 +1,15 @@
 // The page's features in Chromium: compare (pin A), history (Back, Forward, Undo), the loading and failure states,
 // <noscript>, the charts (range and keyboard), print, the compact summary on narrow screens, the sequence clamp,
 // the stale state, the gradient-accumulation hint, suggestions that save nothing visible, the theme and view links.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, launch, openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { openPage, settle, cli, ARTIFACTS } from './lib.mjs';
+import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
 let browser;
-before(async () => {
-  requireSite();
-  requireCli();
-  requirePlaywright();
-  mkdirSync(ARTIFACTS, { recursive: true });
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+withSiteAndBrowser((s, b) => { server = s; browser = b; });
 
 const open = (query, options) => openPage(browser, server.url + query, options);
 const GiB = 2 ** 30;

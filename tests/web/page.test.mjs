@@ -1,25 +1,14 @@
 // The built page in Chromium (playwright-core + Debian's /usr/bin/chromium), served from 127.0.0.1 by the test.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { serve, launch, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS, CLI } from './lib.mjs';
+import { cli, ARTIFACTS, CLI } from './lib.mjs';
+import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
 let browser;
-before(async () => {
-  requireSite();
-  requireCli();
-  requirePlaywright();
-  mkdirSync(ARTIFACTS, { recursive: true });
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+withSiteAndBrowser((s, b) => { server = s; browser = b; });
 
 // A page that records what must never happen: a dialog, a CSP violation, a script error, a request elsewhere.
 async function open(query, viewport = { width: 1280, height: 900 }) {

@@ -1,26 +1,16 @@
 // Issues 11 and 13 on the page, in Chromium: the Export card (per strategy and stack, as the CLI writes them; copy,
 // download, never an error object), "What this rests on" (the estimate's evidence), step time, throughput, MFU and
 // the run's hours and cost (fields, link, compare, suggestions), and the LoRA precision that follows PEFT's recipe.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, launch, openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { openPage, settle, cli, ARTIFACTS } from './lib.mjs';
+import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
 let browser;
-before(async () => {
-  requireSite();
-  requireCli();
-  requirePlaywright();
-  mkdirSync(ARTIFACTS, { recursive: true });
-  server = await serve();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+withSiteAndBrowser((s, b) => { server = s; browser = b; });
 
 const open = (query, options) => openPage(browser, server.url + query, options);
 // A same-origin Blob URL (a download) is not a request elsewhere.
@@ -312,11 +302,14 @@ test('precision: LoRA on one GPU follows PEFT’s recipe while at its default; L
   await page.selectOption('#f-precision', 'bf16-mixed');
   await settle(page);
   const before = run('estimate', await shownConfig(page));
-  const q = before.suggestions.find((s) => s.change.startsWith('QLoRA'));
+  const q = before.suggestions.find((s) => s.change.startsWith('8-bit AdamW'));
   assert.ok(q && !('precision' in q.config));
-  await page.click('#suggestions .suggest:has-text("QLoRA")');
+  await page.click('#suggestions .suggest:has-text("8-bit AdamW (bitsandbytes)")');
   await settle(page);
   assert.equal(await page.getAttribute('#total', 'data-bytes'), String(q.total_bytes));
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  // The LoRA and QLoRA suggestions bring the recipe's precision with them.
+  assert.equal(before.suggestions.find((s) => s.change.startsWith('QLoRA')).config.precision, 'bf16-base-mixed');
   await clean(page, log);
   await context.close();
 });
