@@ -67,20 +67,26 @@ double reference_weights_bytes(const Config& c) {
     return double(total_params(c.model)) * weight_element_bytes(c);
 }
 
-// Generation in the training process (GRPO, no vLLM): the prefill's activations, then the KV cache at its longest.
-// transformers' DynamicCache takes its first tensor's dtype; under autocast over fp32 weights RoPE promotes K to
-// fp32, so the cache is fp32 there.
+// Generation in the training process (GRPO, no vLLM): the larger of the prefill and the KV cache at its longest
+// (transformers' DynamicCache, one layer's K or V briefly twice as torch.cat grows it). The cache takes its first
+// tensor's dtype: fp32 under autocast over fp32 weights, where RoPE promotes K. Autocast's 16-bit copies of every
+// weight but the embedding live through each forward (measured, stacks/trl formulas.py).
 double generation_bytes(const Config& c, const Config& policy) {
     const Architecture& a = c.model;
     const double g = rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
+    const double h = double(a.hidden), ffn = double(a.ffn), v = double(a.vocab);
     const double kv_bytes = autocast(policy) && x == 4 ? 4 : compute_element_bytes(policy);
     auto kv = [&](double tokens) { return double(a.layers) * 2 * g * double(a.kv_heads) * double(head_dim(a)) * tokens * kv_bytes; };
-    double prefill = kv(p) + 4 * g * p * double(a.ffn) * x + 4 * g * p * double(a.hidden) * x;
-    // The prefill's last-position slice cannot fold into one matrix for a 16-bit frozen lm_head: aten::matmul
-    // expands the weight per sequence (measured, stacks/trl grpo_lora_g8_bf16base; not with fp32 or a trained head).
-    if (!trains_all_weights(c) && weight_element_bytes(policy) == 2)
-        prefill += g * double(a.vocab) * double(a.hidden) * 2;
-    return std::max(prefill, kv(p + double(c.completion_len) - 1));
+    const bool lora = !trains_all_weights(c);
+    const double weight_casts = autocast(policy) && x == 4 ? (double(total_params(a)) - v * h) * 2 : 0;
+    double prefill = kv(p) + (lora ? 4 : 3) * g * p * ffn * x + 4 * g * p * h * x + 2 * p * double(head_dim(a)) * 4;
+    if (weight_casts > 0) prefill = kv(p) + weight_casts + 2 * g * p * ffn * 2;
+    // A 16-bit frozen lm_head: aten::matmul cannot fold the prefill's last-position slice and expands the weight per
+    // sequence (measured on the CPU; device independent code, unverified on CUDA).
+    if (lora && weight_element_bytes(policy) == 2) prefill = kv(p) + g * v * h * 2;
+    const double t = p + double(c.completion_len) - 1;
+    const double decode = kv(t) + kv(t) / double(a.layers) + weight_casts;
+    return std::max(prefill, decode);
 }
 
 }  // namespace
@@ -105,7 +111,6 @@ std::vector<Phase> preference_phases(const Config& c) {
     if (c.method == TrainingMethod::grpo && c.inference_gpu_share == 0) {
         Terms gen = base;
         gen.activations = generation_bytes(c, policy);
-        gen.temporaries += weight_casts;
         out.push_back({"generation", gen});
     }
     // No-grad forwards scoring log-probs: the reference (a model, or the policy with adapters off) and, with vLLM,
