@@ -36,6 +36,9 @@ enum class PipelineStage { first, last };
 enum class PipelineSchedule { one_f_one_b, gpipe, interleaved_1f1b };
 // QLoRA's 4-bit back end: bitsandbytes' Linear4bit (PEFT, LitGPT) or torchao's NF4Tensor (torchtune).
 enum class QuantBackend { bitsandbytes, torchao };
+// FP8 training recipes: torchao's Float8Linear with dynamic tensorwise or rowwise scaling; Transformer Engine's
+// (recognised, not modelled yet).
+enum class Fp8Recipe { none, torchao_tensorwise, torchao_rowwise, te_delayed, te_current };
 // What the step trains on: supervised fine-tuning or pre-training, or TRL's preference (DPO) and RL (GRPO) trainers.
 enum class TrainingMethod { sft, dpo, grpo };
 // The reference model's log-probabilities: none, a second model, the policy with its adapters off, or computed
@@ -104,6 +107,7 @@ struct Config {
     bool activation_offload = false;      // saved activations go to CPU RAM in forward, come back in backward
     bool longest_batch_first = false;     // the estimate is of the run's first micro-batch, seq_len long
     bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
+    Fp8Recipe fp8_recipe = Fp8Recipe::none;  // precision "fp8": bf16 training whose linears compute in float8
     // DPO and GRPO (preference_phases.cpp): micro_batch counts pairs (DPO) or completions (GRPO); a sequence is
     // prompt_len + completion_len tokens.
     TrainingMethod method = TrainingMethod::sft;
@@ -139,6 +143,7 @@ const char* to_string(AdapterDtype);
 const char* to_string(PipelineSchedule);
 const char* to_string(QuantBackend);
 const char* to_string(TrainingMethod);
+const char* to_string(Fp8Recipe);
 const char* to_string(Reference);
 
 // The GPUs that hold replicas (or ZeRO/FSDP shards) of the same layers: data and context parallel ranks alike

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "json_reader.hpp"
+#include "presets.hpp"
 
 namespace vramcalc {
 
@@ -77,6 +78,14 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                              " is the adapter recipe on one GPU or DDP (16-bit frozen base, fp32 adapters, autocast): " +
                              (c.finetune.method == FinetuneMethod::full ? "with full fine-tuning use \"bf16-mixed\""
                                                                         : "under this strategy use \"bf16-mixed\" or \"bf16-true\""));
+    if (c.fp8_recipe == Fp8Recipe::te_delayed || c.fp8_recipe == Fp8Recipe::te_current)
+        err("fp8_recipe", "Transformer Engine's FP8 (fp8 weight copies, amax histories) is not modelled yet; torchao's "
+                          "\"torchao-tensorwise\" and \"torchao-rowwise\" are");
+    if (c.fp8_recipe != Fp8Recipe::none && c.device == Device::cpu)
+        err("precision", "FP8 matmuls (torch._scaled_mm) run on CUDA only");
+    if (c.fp8_recipe != Fp8Recipe::none && c.gpu.id != "custom" && !supports_fp8(c.gpu))
+        err("precision", c.gpu.name + " has no FP8 tensor cores: FP8 training needs compute capability 8.9 or newer "
+                         "(Ada, Hopper, Blackwell) or an MI300");
     if (c.method != TrainingMethod::sft) {
         const std::string m = to_string(c.method);
         if (c.strategy != Strategy::single && c.strategy != Strategy::ddp)

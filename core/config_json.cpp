@@ -35,6 +35,11 @@ const Names<Optimizer, 8> kOptimizer{{{Optimizer::adamw, "adamw"},
 const Names<OptimizerImpl, 3> kImpl{{{OptimizerImpl::foreach, "foreach"},
                                      {OptimizerImpl::fused, "fused"},
                                      {OptimizerImpl::single_tensor, "single-tensor"}}};
+const Names<Fp8Recipe, 5> kFp8Recipe{{{Fp8Recipe::none, "none"},
+                                      {Fp8Recipe::torchao_tensorwise, "torchao-tensorwise"},
+                                      {Fp8Recipe::torchao_rowwise, "torchao-rowwise"},
+                                      {Fp8Recipe::te_delayed, "te-delayed"},
+                                      {Fp8Recipe::te_current, "te-current"}}};
 const Names<TrainingMethod, 3> kTraining{{{TrainingMethod::sft, "sft"}, {TrainingMethod::dpo, "dpo"}, {TrainingMethod::grpo, "grpo"}}};
 const Names<Reference, 4> kReference{{{Reference::none, "none"},
                                       {Reference::model, "model"},
@@ -276,6 +281,7 @@ const char* to_string(Optimizer e) { return kOptimizer.name(e); }
 const char* to_string(OptimizerImpl e) { return kImpl.name(e); }
 const char* to_string(FinetuneMethod e) { return kMethod.name(e); }
 const char* to_string(TrainingMethod e) { return kTraining.name(e); }
+const char* to_string(Fp8Recipe e) { return kFp8Recipe.name(e); }
 const char* to_string(Reference e) { return kReference.name(e); }
 const char* to_string(Checkpointing e) { return kCheckpointing.name(e); }
 const char* to_string(Attention e) { return kAttention.name(e); }
@@ -337,7 +343,14 @@ ParsedConfig parse_config(const json& v) {
     r.integer("seq_len", c.seq_len, 1, kMaxTokens);
     r.integer("micro_batch", c.micro_batch, 1, kMaxBatch);
     r.integer("grad_accum", c.grad_accum, 1, kMaxBatch);
-    r.choice("precision", c.precision, kPrecision);
+    // "fp8": bf16 mixed precision whose linears compute in float8 (fp8_recipe says how; torchao tensorwise by default).
+    const json* precision = v.is_object() && v.contains("precision") ? &v["precision"] : nullptr;
+    const bool fp8 = precision && precision->is_string() && precision->get<std::string>() == "fp8";
+    if (fp8) r.find("precision"), c.precision = Precision::bf16_mixed;
+    else r.choice("precision", c.precision, kPrecision);
+    r.choice("fp8_recipe", c.fp8_recipe, kFp8Recipe);
+    if (fp8 && c.fp8_recipe == Fp8Recipe::none) c.fp8_recipe = Fp8Recipe::torchao_tensorwise;
+    if (!fp8 && c.fp8_recipe != Fp8Recipe::none) r.fail("fp8_recipe", "goes with \"precision\": \"fp8\"");
     r.choice("optimizer", c.optimizer, kOptimizer);
     r.choice("optimizer_impl", c.optimizer_impl, kImpl);
     read_finetune(r.find("finetune"), c, errors);
@@ -438,7 +451,7 @@ ParsedConfig parse_config(const json& v) {
                                "optimizer_impl", "finetune", "checkpointing", "attention", "strategy", "gpus", "zero",
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
-                               "compile", "method", "reference", "prompt_len", "completion_len", "num_generations",
+                               "compile", "fp8_recipe", "method", "reference", "prompt_len", "completion_len", "num_generations",
                                "inference_engine", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
                                "price_per_gpu_hour", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
@@ -557,6 +570,7 @@ json config_to_json(const Config& c) {
             {"price_per_gpu_hour", c.price_per_gpu_hour},
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
+    if (c.fp8_recipe != Fp8Recipe::none) out["precision"] = "fp8", out["fp8_recipe"] = to_string(c.fp8_recipe);
     if (c.method != TrainingMethod::sft) {
         out["reference"] = to_string(c.reference), out["prompt_len"] = c.prompt_len, out["completion_len"] = c.completion_len;
         if (c.method == TrainingMethod::grpo) {

@@ -70,7 +70,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
     forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_inputs;
     // (The loop's kept logits at the forward peak are the previous step's: measured, stacks/litgpt2023.)
     forward.logits = logits_forward_peak_bytes(c) - logits_step_bytes(c) + previous_step_logits;
-    forward.temporaries += forward_backward_buffers;
+    forward.temporaries += forward_backward_buffers + float8_cast_bytes(c, false);
     // Inside a 4-bit lm_head's matmul, before the loss: its dequantized weight beside the output being written
     // (and the loop's logits of the previous step).
     Terms head_forward = forward;
@@ -112,7 +112,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
     const double unit_grads = reduce_scatter_bytes(c);
     const double down_share = std::min(1.0, down_projection_params(c.model) / double(layer_params(c.model)));
     const double mlp_unit_grads = c.grad_accum == 1 ? unit_grads : unit_grads * down_share;
-    mlp_backward.temporaries += backward_gathered + mlp_unit_grads + mlp_backward_transient_bytes(c) +
+    mlp_backward.temporaries += backward_gathered + mlp_unit_grads + mlp_backward_transient_bytes(c) + float8_cast_bytes(c, true) +
                                 (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;
     attention_backward.activations -= mlp_half_activation_bytes(c) - mlp_freed_before_backward_bytes(c);
@@ -477,6 +477,10 @@ Report make_report(const Config& c) {
     if (r.time.known && c.gpus > c.gpus_per_node && c.inter_node_gbps == 0 && c.gpu.network_gbps == 0)
         warn("step time: " + c.gpu.name + " has no reference multi-node system; the network is taken as " +
              number_text(kAssumedNetworkGbps) + " GB/s per GPU: set inter_node_gbps");
+    if (c.fp8_recipe != Fp8Recipe::none)
+        warn("fp8 (torchao Float8Linear): the linears save their bf16 inputs and weights for backward and cast to float8 "
+             "inside each matmul, so activations stay as in bf16 and only the transient float8 copies are added; the "
+             "step time uses the bf16 peak");
     if (c.method != TrainingMethod::sft)
         warn("step time: modelled for supervised training; TRL's generation and scoring passes are not timed");
     else if (!r.time.known && c.device == Device::cuda)

@@ -71,6 +71,7 @@ double unsharded_accumulated_gradient_bytes(const Config&);  // FSDP: between mi
 double ring_attention_bytes(const Config&);
 double pipeline_buffer_bytes(const Config&);     // torch.distributed.pipelining's per-micro-batch buffers      // context parallel: k and v gathered over the sequence
 double cublas_workspace_bytes(const Config&);
+double float8_cast_bytes(const Config&, bool backward);  // torchao float8: one linear's float8 copies
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);
 double cpu_offload_bytes(const Config&);

@@ -135,6 +135,12 @@ const ModelPreset* find_model_preset(const std::string& id) {
     return nullptr;
 }
 
+bool supports_fp8(const Gpu& g) {
+    for (const char* id : {"h100-80gb", "h100-80gb-pcie", "h200", "b200", "l40s", "l4", "rtx-4090", "mi300x"})
+        if (g.id == id) return true;
+    return false;
+}
+
 const Gpu* find_gpu(const std::string& id) {
     for (const Gpu& g : gpu_catalog())
         if (g.id == id) return &g;

@@ -26,5 +26,7 @@ const std::vector<Scenario>& scenarios();
 
 const ModelPreset* find_model_preset(const std::string& id);
 const Gpu* find_gpu(const std::string& id);
+// FP8 tensor cores (torch._scaled_mm): compute capability 8.9 or newer (Ada, Hopper, Blackwell), or AMD's MI300.
+bool supports_fp8(const Gpu&);
 
 }  // namespace vramcalc

@@ -12,7 +12,8 @@ export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
   method: ['sft', 'dpo', 'grpo'],
   reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
-  precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed'],
+  precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed', 'fp8'],
+  fp8_recipe: ['torchao-tensorwise', 'torchao-rowwise'],
   optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
   finetune: ['full', 'lora', 'qlora'],
@@ -118,7 +119,7 @@ export const DEFAULTS = {
   activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
   gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
-  method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm_share: 0,
+  fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm_share: 0,
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -216,7 +217,7 @@ export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k)
   'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
   'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'longest_batch_first', 'precision', 'optimizer', 'optimizer_impl',
   'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
-  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', 'method', ...METHOD_KEYS, ...RUN_KEYS];
+  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', 'fp8_recipe', 'method', ...METHOD_KEYS, ...RUN_KEYS];
 // Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
 export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
 export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
@@ -257,6 +258,7 @@ export function toConfig(s) {
     c.model = s.model;
   }
   for (const k of ['seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl']) c[k] = s[k];
+  if (s.precision === 'fp8') c.fp8_recipe = s.fp8_recipe;
   if (s.method !== 'sft') {  // the sequence is prompt + completion (the core derives seq_len)
     delete c.seq_len;
     c.method = s.method;

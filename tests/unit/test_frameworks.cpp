@@ -363,3 +363,32 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
         CHECK(p.errors[0].field == field);
     }
 }
+
+TEST_CASE("fp8: torchao's Float8Linear saves bf16 and adds float8 casts; refused without FP8 tensor cores") {
+    json j = {{"model", "llama-3-8b"}, {"gpu", "h100-80gb"}, {"strategy", "fsdp"}, {"gpus", 8}, {"fsdp_version", 2},
+              {"seq_len", 8192}};
+    const MemoryEstimate bf16 = estimate_memory(parsed(j));
+    j["precision"] = "fp8";
+    const Config c = parsed(j);
+    CHECK(c.fp8_recipe == Fp8Recipe::torchao_tensorwise);
+    CHECK(config_to_json(c)["precision"] == "fp8");
+    CHECK(config_to_json(parsed(config_to_json(c))) == config_to_json(c));
+    const MemoryEstimate fp8 = estimate_memory(c);
+    // matmul_with_hp_or_float8_args saves input_hp and weight_hp_t: the activations do not shrink.
+    CHECK(phase_bytes(fp8, "forward", &Terms::activations) == phase_bytes(bf16, "forward", &Terms::activations));
+    // The largest linear's float8 copies (its input and weight, 1 byte each) sit on top, transiently.
+    const double h = 4096, ffn = 14336, n = 8192;
+    CHECK(phase_bytes(fp8, "forward", &Terms::temporaries) - phase_bytes(bf16, "forward", &Terms::temporaries) ==
+          Approx(n * ffn + ffn * h));
+    CHECK(fp8.total >= bf16.total);
+    for (const auto& [patch, field] : {std::pair<json, const char*>{{{"gpu", "a100-80gb"}}, "precision"},
+                                       {{{"fp8_recipe", "te-delayed"}}, "fp8_recipe"},
+                                       {{{"device", "cpu"}}, "precision"}}) {
+        json bad = j;
+        for (auto it = patch.begin(); it != patch.end(); ++it) bad[it.key()] = it.value();
+        const ParsedConfig p = parse_config(bad);
+        INFO(bad.dump());
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == field);
+    }
+}

@@ -342,3 +342,17 @@ test('DPO and GRPO: the method fields, their phases and the vLLM share, as the C
   await clean(page, log);
   await context.close();
 });
+
+test('fp8: torchao recipes on GPUs with FP8 tensor cores, a message next to the field on others', async () => {
+  const { page, context, log } = await open('?model=llama-3-8b&gpu=h100-80gb&precision=fp8&fp8_recipe=torchao-rowwise');
+  const config = JSON.parse(await shownConfig(page));
+  assert.equal(config.precision, 'fp8');
+  assert.equal(config.fp8_recipe, 'torchao-rowwise');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(run('estimate', config).total_bytes));
+  assert.ok(await page.isVisible('#f-fp8_recipe'));
+  await page.selectOption('#f-gpu', 'a100-80gb');
+  await settle(page);
+  assert.match(await page.textContent('body'), /no FP8 tensor cores/);
+  await clean(page, log);
+  await context.close();
+});
