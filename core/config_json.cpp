@@ -432,7 +432,9 @@ ParsedConfig parse_config(const json& v) {
         }
     }
     if (c.method != TrainingMethod::sft && c.prompt_len && c.completion_len) {
-        if (seq_len_given && c.seq_len != c.prompt_len + c.completion_len)
+        if (c.prompt_len + c.completion_len > kMaxTokens)
+            r.fail("completion_len", "prompt_len + completion_len must not exceed " + std::to_string(kMaxTokens));
+        else if (seq_len_given && c.seq_len != c.prompt_len + c.completion_len)
             r.fail("seq_len", "is prompt_len + completion_len (" + std::to_string(c.prompt_len + c.completion_len) +
                                   ") under dpo and grpo; give those two");
         c.seq_len = c.prompt_len + c.completion_len;

@@ -355,6 +355,9 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "fsdp"}, {"gpus", 2}}, "method"},
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"seq_len", 99}}, "seq_len"},
         {{{"model", "llama-3-8b"}, {"inference_engine", {{"name", "vllm"}}}}, "inference_engine"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 16777216}, {"completion_len", 16777216}}, "completion_len"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "sglang"}}}}, "inference_engine.name"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", 3}}, "inference_engine"},
     };
     for (const auto& [j, field] : bad) {
         const ParsedConfig p = parse_config(j);

@@ -16,6 +16,15 @@ from collections import defaultdict, OrderedDict
 import torch
 
 
+def package_version(name):
+    """The installed distribution's version (importlib.metadata), or None."""
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def alloc_nodes(tree):
     """The allocation events of prof.profiler.kineto_results.experimental_event_tree(), in time order."""
     out, stack = [], list(tree)

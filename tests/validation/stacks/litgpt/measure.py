@@ -64,12 +64,7 @@ from litgpt.lora import Config as LoRAConfig, mark_only_lora_as_trainable  # noq
 from litgpt.utils import chunked_cross_entropy  # noqa: E402
 
 
-def _ver(name):
-    try:
-        from importlib.metadata import version
-        return version(name)
-    except Exception:  # noqa: BLE001
-        return None
+from profiler_memory import package_version as _ver  # noqa: E402
 
 
 # --------------------------------------------------------------------------

@@ -105,12 +105,7 @@ for _bnb, _init in (("0.50.2", "2.1.0"), ("0.41.1", "2.1.0"), ("0.41.1", "71aed7
 CASES += QCASES
 
 
-def _ver(pkg):
-    try:
-        from importlib.metadata import version
-        return version(pkg)
-    except Exception:  # noqa: BLE001
-        return None
+from profiler_memory import package_version as _ver  # noqa: E402
 
 
 # --------------------------------------------------------------------------

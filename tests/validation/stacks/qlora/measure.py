@@ -97,12 +97,7 @@ from bitsandbytes.autograd import _functions as bnb_functions  # noqa: E402
 import peft  # noqa: E402
 
 
-def _ver(name):
-    try:
-        from importlib.metadata import version
-        return version(name)
-    except Exception:  # noqa: BLE001
-        return None
+from profiler_memory import package_version as _ver  # noqa: E402
 
 
 # --------------------------------------------------------------------------

@@ -720,12 +720,7 @@ def run_case(case, trace):
     return [json.load(open(f)) for f in files], None
 
 
-def _ver(mod):
-    try:
-        from importlib.metadata import version
-        return version(mod)
-    except Exception:
-        return None
+from profiler_memory import package_version as _ver  # noqa: E402
 
 
 def assemble(case, res):

@@ -91,12 +91,7 @@ from profiler_memory import (  # noqa: E402
     print_saved_by_block, BlockSavedTracer)
 
 
-def _ver(name):
-    try:
-        from importlib.metadata import version
-        return version(name)
-    except Exception:  # noqa: BLE001
-        return None
+from profiler_memory import package_version as _ver  # noqa: E402
 
 
 # --------------------------------------------------------------------------
