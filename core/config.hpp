@@ -44,6 +44,9 @@ enum class TrainingMethod { sft, dpo, grpo };
 // The reference model's log-probabilities: none, a second model, the policy with its adapters off, or computed
 // before training.
 enum class Reference { none, model, base_without_adapters, precomputed };
+// Where GRPO's completions are generated: in the training process (transformers' generate), by a vLLM engine
+// colocated on the training GPUs, or by a vLLM server on other GPUs (TRL's vllm_mode).
+enum class InferenceEngine { none, vllm_colocate, vllm_server };
 
 struct Finetune {
     FinetuneMethod method = FinetuneMethod::full;
@@ -114,7 +117,10 @@ struct Config {
     Reference reference = Reference::none;
     std::uint64_t prompt_len = 0, completion_len = 0;
     std::uint64_t num_generations = 8;    // GRPO: completions per prompt
-    double inference_gpu_share = 0;       // GRPO with a colocated vLLM: its gpu_memory_utilization
+    InferenceEngine inference_engine = InferenceEngine::none;
+    double inference_gpu_share = 0;       // a colocated vLLM's gpu_memory_utilization
+    std::uint64_t steps_per_generation = 0;  // GRPO: optimizer steps' worth of completions generated at once (0: grad_accum)
+    std::uint64_t num_iterations = 1;        // GRPO: updates per generation batch
     // The machine and the run, for time and cost (step_time.cpp).
     std::uint64_t gpus_per_node = 8;
     double inter_node_gbps = 0;           // per GPU, GB/s (0: the GPU's reference system)

@@ -98,12 +98,14 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
             err("reference", "DPO needs reference log-probabilities: \"model\", \"base-without-adapters\" or \"precomputed\"");
         if (c.method == TrainingMethod::grpo && c.reference == Reference::precomputed)
             err("reference", "GRPO scores fresh completions: its reference cannot be precomputed");
-        if (c.method == TrainingMethod::grpo && (c.micro_batch * data_parallel(c)) % c.num_generations)
-            err("num_generations", "must divide the completions of a step (micro_batch x data-parallel GPUs = " +
-                                       std::to_string(c.micro_batch * data_parallel(c)) + ")");
+        // TRL's GRPOConfig: the generation batch (micro_batch x processes x steps_per_generation) holds whole groups.
+        const std::uint64_t generated = c.micro_batch * data_parallel(c) * c.steps_per_generation;
+        if (c.method == TrainingMethod::grpo && generated % c.num_generations)
+            err("num_generations", "must divide the completions of a generation (micro_batch x data-parallel GPUs x "
+                                   "steps_per_generation = " + std::to_string(generated) + ")");
         if (c.longest_batch_first) err("longest_batch_first", "is a LitGPT loop's; not with " + m);
-    } else if (c.inference_gpu_share > 0) {
-        err("inference_engine", "a colocated vLLM engine generates for GRPO: set \"method\": \"grpo\"");
+    } else if (c.inference_engine != InferenceEngine::none) {
+        err("inference_engine", "a vLLM engine generates for GRPO: set \"method\": \"grpo\"");
     }
     if (c.strategy == Strategy::deepspeed &&
         (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))

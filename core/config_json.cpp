@@ -418,19 +418,34 @@ ParsedConfig parse_config(const json& v) {
     r.integer("num_generations", c.num_generations, 1, kMaxBatch);
     if (const json* ie = r.find("inference_engine")) {
         if (ie->is_string() && ie->get<std::string>() == "none") {
-            c.inference_gpu_share = 0;
+            c.inference_engine = InferenceEngine::none;
         } else if (ie->is_object()) {
             Reader er(*ie, "inference_engine.", errors);
             const json* name = er.find("name");
             if (!name || !name->is_string() || name->get<std::string>() != "vllm")
-                er.fail("name", "must be \"vllm\" (a colocated vLLM engine)");
-            c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
-            er.number("gpu_memory_utilization", c.inference_gpu_share, 0.01, 0.95, false);
-            er.reject_unknown("name, gpu_memory_utilization");
+                er.fail("name", "must be \"vllm\"");
+            c.inference_engine = InferenceEngine::vllm_colocate;
+            if (const json* mode = er.find("mode")) {
+                if (*mode == "server") c.inference_engine = InferenceEngine::vllm_server;
+                else if (*mode != "colocate") er.fail("mode", "must be \"colocate\" (on the training GPUs) or \"server\" (other GPUs), got " + show(*mode));
+            }
+            if (c.inference_engine == InferenceEngine::vllm_colocate) {
+                c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
+                er.number("gpu_memory_utilization", c.inference_gpu_share, 0.01, 0.95, false);
+            } else if (er.find("gpu_memory_utilization")) {
+                er.fail("gpu_memory_utilization", "is the colocated engine's share of a training GPU; a vLLM server uses other GPUs");
+            }
+            er.reject_unknown("name, mode, gpu_memory_utilization");
         } else {
-            r.fail("inference_engine", "must be \"none\" or {\"name\": \"vllm\", \"gpu_memory_utilization\": 0.3}, got " + show(*ie));
+            r.fail("inference_engine", "must be \"none\" or {\"name\": \"vllm\", \"mode\": \"colocate\", \"gpu_memory_utilization\": 0.3}, got " + show(*ie));
         }
     }
+    // TRL's GRPOConfig: steps_per_generation defaults to gradient_accumulation_steps.
+    c.steps_per_generation = c.grad_accum;
+    r.integer("steps_per_generation", c.steps_per_generation, 1, kMaxBatch);
+    r.integer("num_iterations", c.num_iterations, 1, kMaxBatch);
+    for (const char* key : {"steps_per_generation", "num_iterations", "num_generations"})
+        if (c.method != TrainingMethod::grpo && r.has(key)) r.fail(key, "goes with \"method\": \"grpo\"");
     if (c.method != TrainingMethod::sft && c.prompt_len && c.completion_len) {
         if (c.prompt_len + c.completion_len > kMaxTokens)
             r.fail("completion_len", "prompt_len + completion_len must not exceed " + std::to_string(kMaxTokens));
@@ -454,7 +469,7 @@ ParsedConfig parse_config(const json& v) {
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
                                "compile", "fp8_recipe", "method", "reference", "prompt_len", "completion_len", "num_generations",
-                               "inference_engine", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
+                               "inference_engine", "steps_per_generation", "num_iterations", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
                                "price_per_gpu_hour", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);
@@ -577,9 +592,11 @@ json config_to_json(const Config& c) {
         out["reference"] = to_string(c.reference), out["prompt_len"] = c.prompt_len, out["completion_len"] = c.completion_len;
         if (c.method == TrainingMethod::grpo) {
             out["num_generations"] = c.num_generations;
-            out["inference_engine"] = c.inference_gpu_share > 0
-                                          ? json{{"name", "vllm"}, {"gpu_memory_utilization", c.inference_gpu_share}}
-                                          : json("none");
+            out["steps_per_generation"] = c.steps_per_generation, out["num_iterations"] = c.num_iterations;
+            out["inference_engine"] = c.inference_engine == InferenceEngine::vllm_colocate
+                                          ? json{{"name", "vllm"}, {"mode", "colocate"}, {"gpu_memory_utilization", c.inference_gpu_share}}
+                                      : c.inference_engine == InferenceEngine::vllm_server ? json{{"name", "vllm"}, {"mode", "server"}}
+                                                                                          : json("none");
         }
     }
     return out;

@@ -67,13 +67,25 @@ double reference_weights_bytes(const Config& c) {
     return double(total_params(c.model)) * weight_element_bytes(c);
 }
 
+// GRPO generates steps_per_generation micro-batches' completions at once (GRPOTrainer._prepare_inputs), and scores
+// them per micro-batch.
+double generation_rows(const Config& c) { return rows(c) * double(c.steps_per_generation); }
+
+// GRPO's no-grad policy forward for importance sampling (_generate_and_score_completions): when generation and
+// optimizer steps are misaligned (gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0), and
+// always with vLLM (vllm_importance_sampling_correction defaults to True).
+bool scores_old_logps(const Config& c) {
+    return c.method == TrainingMethod::grpo &&
+           (c.inference_engine != InferenceEngine::none || c.grad_accum % (c.steps_per_generation * c.num_iterations) != 0);
+}
+
 // Generation in the training process (GRPO, no vLLM): the larger of the prefill and the KV cache at its longest
 // (transformers' DynamicCache, one layer's K or V briefly twice as torch.cat grows it). The cache takes its first
 // tensor's dtype: fp32 under autocast over fp32 weights, where RoPE promotes K. Autocast's 16-bit copies of every
 // weight but the embedding live through each forward (measured, stacks/trl formulas.py).
 double generation_bytes(const Config& c, const Config& policy) {
     const Architecture& a = c.model;
-    const double g = rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
+    const double g = generation_rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
     const double h = double(a.hidden), ffn = double(a.ffn), v = double(a.vocab);
     const double kv_bytes = autocast(policy) && x == 4 ? 4 : compute_element_bytes(policy);
     auto kv = [&](double tokens) { return double(a.layers) * 2 * g * double(a.kv_heads) * double(head_dim(a)) * tokens * kv_bytes; };
@@ -92,7 +104,7 @@ double generation_bytes(const Config& c, const Config& policy) {
 }  // namespace
 
 double inference_engine_bytes(const Config& c) {
-    return c.method == TrainingMethod::grpo ? c.inference_gpu_share * c.gpu.memory_gib * 1024.0 * 1024 * 1024 : 0;
+    return c.inference_engine == InferenceEngine::vllm_colocate ? c.inference_gpu_share * c.gpu.memory_gib * 1024.0 * 1024 * 1024 : 0;
 }
 
 std::vector<Phase> preference_phases(const Config& c) {
@@ -108,21 +120,20 @@ std::vector<Phase> preference_phases(const Config& c) {
     const double weight_casts = autocast_weight_copy_bytes(policy);
     std::vector<Phase> out;
 
-    if (c.method == TrainingMethod::grpo && c.inference_gpu_share == 0) {
+    if (c.method == TrainingMethod::grpo && c.inference_engine == InferenceEngine::none) {
         Terms gen = base;
         gen.activations = generation_bytes(c, policy);
         out.push_back({"generation", gen});
     }
-    // No-grad forwards scoring log-probs: the reference (a model, or the policy with adapters off) and, with vLLM,
-    // the policy's old log-probs. DPO scores after the policy's forward, with its graph alive; GRPO before.
-    const bool scores_reference = c.reference == Reference::model || c.reference == Reference::base_without_adapters;
-    if (scores_reference || c.inference_gpu_share > 0) {
-        Terms ref = base;
-        ref.activations = (c.method == TrainingMethod::dpo ? a : 0) + last_hidden + scored(c) * double(c.model.hidden) * residual_element_bytes(policy);
-        ref.logits = reference_head.forward;
-        ref.temporaries += weight_casts;
-        out.push_back({c.method == TrainingMethod::grpo && !scores_reference ? "old_logps" : "reference", ref});
-    }
+    // No-grad forwards scoring log-probs, one micro-batch at a time: GRPO's old log-probs (the policy), then the
+    // reference (a model, or the policy with adapters off). DPO scores after the policy's forward, with its graph
+    // alive; GRPO before.
+    Terms scoring = base;
+    scoring.activations = (c.method == TrainingMethod::dpo ? a : 0) + last_hidden + scored(c) * double(c.model.hidden) * residual_element_bytes(policy);
+    scoring.logits = reference_head.forward;
+    scoring.temporaries += weight_casts;
+    if (scores_old_logps(c)) out.push_back({"old_logps", scoring});
+    if (c.reference == Reference::model || c.reference == Reference::base_without_adapters) out.push_back({"reference", scoring});
     Terms forward = base;
     forward.gradients = phase("forward").gradients;
     forward.activations = a + last_hidden;

@@ -347,6 +347,21 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
     const MemoryEstimate v = estimate_memory(parsed(grpo));
     CHECK(v.inference_engine == Approx(0.3 * v.capacity));
     CHECK(v.phases[0].name == "old_logps");  // vLLM's sampling log-probs need the policy's own
+    // A vLLM server generates on other GPUs: no share here, old log-probs still scored.
+    grpo["inference_engine"] = {{"name", "vllm"}, {"mode", "server"}};
+    const MemoryEstimate server = estimate_memory(parsed(grpo));
+    CHECK(server.inference_engine == 0);
+    CHECK(server.phases[0].name == "old_logps");
+    // TRL generates steps_per_generation (default: grad_accum) micro-batches' completions at once: the KV cache
+    // grows with it; misaligned with the optimizer step, the policy's old log-probs are scored too.
+    grpo["inference_engine"] = "none";
+    const MemoryEstimate g1 = estimate_memory(parsed(grpo));
+    grpo["grad_accum"] = 4;
+    const MemoryEstimate g4 = estimate_memory(parsed(grpo));
+    CHECK(g4.phases[0].terms.activations > 3 * g1.phases[0].terms.activations);
+    CHECK(g4.phases[1].name == "policy_forward");
+    grpo["steps_per_generation"] = 8;
+    CHECK(estimate_memory(parsed(grpo)).phases[1].name == "old_logps");
     // Refusals name their field.
     const std::pair<json, const char*> bad[] = {
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"completion_len", 8}}, "prompt_len"},
@@ -358,6 +373,11 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 16777216}, {"completion_len", 16777216}}, "completion_len"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "sglang"}}}}, "inference_engine.name"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", 3}}, "inference_engine"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "remote"}}}}, "inference_engine.mode"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "server"}, {"gpu_memory_utilization", 0.3}}}}, "inference_engine.gpu_memory_utilization"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 2}, {"num_generations", 4}, {"steps_per_generation", 1}}, "num_generations"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"num_iterations", 2}}, "num_iterations"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"steps_per_generation", 0}}, "steps_per_generation"},
     };
     for (const auto& [j, field] : bad) {
         const ParsedConfig p = parse_config(j);

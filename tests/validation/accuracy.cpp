@@ -1,9 +1,12 @@
 // The estimator against measured PyTorch training steps: every case's peak_allocated_bytes must be
-// within 3% of the measurement. Prints a table and the median and max error.
+// within 3% of the measurement. Prints a table and the median and max error. With --phases, every estimated
+// phase's peak must be within 5% of the measured phase of the same name (measured.phase_peak_bytes), and the
+// regimes' phases (generation, reference, old_logps) must be there on both sides.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,12 +15,50 @@
 #include "config_json.hpp"
 #include "estimate.hpp"
 
+namespace {
+
+// The measured phase each estimated phase is compared with (the measurement scripts' profiler ranges).
+std::string measured_phase(const std::string& estimated) { return estimated == "optimizer_step" ? "optimizer" : estimated; }
+
+// Estimated phases against measured ones; returns how many phases were out of tolerance or missing.
+int check_phases(const std::string& name, const vramcalc::MemoryEstimate& m, const nlohmann::json& measured,
+                 std::vector<double>& errors) {
+    constexpr double kPhaseTolerance = 0.05;
+    const nlohmann::json& peaks = measured["phase_peak_bytes"];
+    int failed = 0;
+    for (const vramcalc::Phase& p : m.phases) {
+        const std::string key = measured_phase(p.name);
+        if (!peaks.contains(key)) {
+            std::printf("%-40s %-15s estimated %.0f, not measured  <-- missing\n", name.c_str(), p.name.c_str(), p.terms.sum());
+            ++failed;
+            continue;
+        }
+        const double truth = peaks[key].get<double>(), error = (p.terms.sum() - truth) / truth;
+        const bool ok = std::fabs(error) <= kPhaseTolerance;
+        errors.push_back(std::fabs(error));
+        failed += !ok;
+        std::printf("%-40s %-15s %14.0f %14.0f %+7.2f%%%s\n", name.c_str(), p.name.c_str(), truth, p.terms.sum(),
+                    100 * error, ok ? "" : "  <-- over 5%");
+    }
+    for (const char* regime : {"generation", "reference", "old_logps"}) {
+        const bool estimated = std::any_of(m.phases.begin(), m.phases.end(), [&](const vramcalc::Phase& p) { return p.name == regime; });
+        if (peaks.contains(regime) && !estimated) {
+            std::printf("%-40s %-15s measured, not estimated  <-- missing\n", name.c_str(), regime);
+            ++failed;
+        }
+    }
+    return failed;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     // --first-micro-batch: the run's first micro-batch (measured.first_micro_batch_peak_bytes) against the estimate
-    // with longest_batch_first.
-    const bool first = argc == 3 && std::string(argv[1]) == "--first-micro-batch";
-    if (argc != 2 && !first) {
-        std::fprintf(stderr, "usage: accuracy [--first-micro-batch] MEASURED.jsonl\n");
+    // with longest_batch_first. --phases: every phase against the measured phase peaks.
+    const std::string mode = argc == 3 ? argv[1] : "";
+    const bool first = mode == "--first-micro-batch", phases = mode == "--phases";
+    if (argc != 2 && !first && !phases) {
+        std::fprintf(stderr, "usage: accuracy [--first-micro-batch | --phases] MEASURED.jsonl\n");
         return 2;
     }
     const char* path = argv[argc - 1];
@@ -29,7 +70,10 @@ int main(int argc, char** argv) {
     constexpr double kTolerance = 0.03;
     std::vector<double> errors;
     int failed = 0;
-    std::printf("%-46s %14s %14s %8s  %s\n", "case", "measured", "estimated", "error", "peak (estimated)");
+    if (phases)
+        std::printf("%-40s %-15s %14s %14s %8s\n", "case", "phase", "measured", "estimated", "error");
+    else
+        std::printf("%-46s %14s %14s %8s  %s\n", "case", "measured", "estimated", "error", "peak (estimated)");
     for (std::string line; std::getline(in, line);) {
         if (line.empty()) continue;
         const nlohmann::json record = nlohmann::json::parse(line);
@@ -53,6 +97,10 @@ int main(int argc, char** argv) {
             continue;
         }
         const vramcalc::MemoryEstimate m = vramcalc::estimate_memory(parsed.config);
+        if (phases) {
+            if (record["measured"].contains("phase_peak_bytes")) failed += check_phases(name, m, record["measured"], errors);
+            continue;
+        }
         const char* metric = first ? "first_micro_batch_peak_bytes" : "peak_allocated_bytes";
         if (!record["measured"].contains(metric)) {
             std::printf("%-46s no %s measured\n", name.c_str(), metric);
@@ -74,8 +122,8 @@ int main(int argc, char** argv) {
     std::sort(errors.begin(), errors.end());
     const double median = errors.size() % 2 ? errors[errors.size() / 2]
                                             : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-    std::printf("%zu cases: median |error| %.2f%%, max |error| %.2f%%\n", errors.size(), 100 * median,
-                100 * errors.back());
-    std::printf("%zu passed, %d failed\n", errors.size() - std::size_t(failed) + 0, failed);
+    std::printf("%zu %s: median |error| %.2f%%, max |error| %.2f%%\n", errors.size(), phases ? "phases" : "cases",
+                100 * median, 100 * errors.back());
+    std::printf("%d failed\n", failed);
     return failed ? 1 : 0;
 }
