@@ -119,6 +119,7 @@ struct Config {
     std::uint64_t num_generations = 8;    // GRPO: completions per prompt
     InferenceEngine inference_engine = InferenceEngine::none;
     double inference_gpu_share = 0;       // a colocated vLLM's gpu_memory_utilization
+    bool inference_sleep_mode = false;    // a colocated vLLM frees its share between generations
     std::uint64_t steps_per_generation = 0;  // GRPO: optimizer steps' worth of completions generated at once (0: grad_accum)
     std::uint64_t num_iterations = 1;        // GRPO: updates per generation batch
     // The machine and the run, for time and cost (step_time.cpp).

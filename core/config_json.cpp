@@ -432,10 +432,12 @@ ParsedConfig parse_config(const json& v) {
             if (c.inference_engine == InferenceEngine::vllm_colocate) {
                 c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
                 er.number("gpu_memory_utilization", c.inference_gpu_share, 0.01, 0.95, false);
-            } else if (er.find("gpu_memory_utilization")) {
-                er.fail("gpu_memory_utilization", "is the colocated engine's share of a training GPU; a vLLM server uses other GPUs");
+                er.boolean("sleep_mode", c.inference_sleep_mode);
+            } else {
+                for (const char* key : {"gpu_memory_utilization", "sleep_mode"})
+                    if (er.has(key)) er.fail(key, "is the colocated engine's; a vLLM server runs on other GPUs");
             }
-            er.reject_unknown("name, mode, gpu_memory_utilization");
+            er.reject_unknown("name, mode, gpu_memory_utilization, sleep_mode");
         } else {
             r.fail("inference_engine", "must be \"none\" or {\"name\": \"vllm\", \"mode\": \"colocate\", \"gpu_memory_utilization\": 0.3}, got " + show(*ie));
         }
@@ -594,7 +596,8 @@ json config_to_json(const Config& c) {
             out["num_generations"] = c.num_generations;
             out["steps_per_generation"] = c.steps_per_generation, out["num_iterations"] = c.num_iterations;
             out["inference_engine"] = c.inference_engine == InferenceEngine::vllm_colocate
-                                          ? json{{"name", "vllm"}, {"mode", "colocate"}, {"gpu_memory_utilization", c.inference_gpu_share}}
+                                          ? json{{"name", "vllm"}, {"mode", "colocate"}, {"gpu_memory_utilization", c.inference_gpu_share},
+                                                 {"sleep_mode", c.inference_sleep_mode}}
                                       : c.inference_engine == InferenceEngine::vllm_server ? json{{"name", "vllm"}, {"mode", "server"}}
                                                                                           : json("none");
         }

@@ -208,6 +208,14 @@ MemoryEstimate estimate_memory(const Config& c) {
     m.paged_optimizer_states = paged_optimizer_states_bytes(c);
     m.inference_engine = inference_engine_bytes(c);
     m.total = m.peak_reserved + m.cuda_context + m.paged_optimizer_states + m.inference_engine;
+    if (c.inference_sleep_mode) {
+        // TRL's vllm_generation.py: sleep(level=2) after each generate frees vLLM's weights and KV cache, and
+        // empty_cache() runs before it wakes: the engine meets only the generation moment's tensors.
+        const double at_generation = m.phases[0].terms.sum();
+        const double with_engine = at_generation + allocator_overhead_bytes(c, at_generation) + m.inference_engine;
+        m.inference_engine_in_total = with_engine > m.peak_reserved;
+        m.total = std::max(m.peak_reserved, with_engine) + m.cuda_context + m.paged_optimizer_states;
+    }
     m.cpu = cpu_offload_bytes(c);
     m.capacity = c.gpu.memory_gib * kGiB;
     m.fits = m.total <= m.capacity;
@@ -283,8 +291,11 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
         out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
                        {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
                        "half the completions per step: the KV cache and the policy's batch halve"});
-    if (c.method == TrainingMethod::grpo && c.inference_gpu_share > 0.1)
-        out.push_back({"A smaller vLLM share of the GPU", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", 0.5 * c.inference_gpu_share}}}},
+    if (c.inference_engine == InferenceEngine::vllm_colocate && !c.inference_sleep_mode)
+        out.push_back({"vLLM sleep mode between generations", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", c.inference_gpu_share}, {"sleep_mode", true}}}},
+                       "vllm_enable_sleep_mode: the engine frees its share after each generation (slower: it is woken and its weights reloaded)"});
+    if (c.inference_engine == InferenceEngine::vllm_colocate && c.inference_gpu_share > 0.1)
+        out.push_back({"A smaller vLLM share of the GPU", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", 0.5 * c.inference_gpu_share}, {"sleep_mode", c.inference_sleep_mode}}}},
                        "vLLM reserves gpu_memory_utilization of the card for its weights and KV cache"});
     if (c.precision == Precision::fp32_true)
         out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
@@ -488,6 +499,9 @@ Report make_report(const Config& c) {
     if (c.method != TrainingMethod::sft && c.device == Device::cuda)
         warn(std::string(to_string(c.method)) + ": TRL 1.16's fused LM head (from 1.15) scores the completion tokens in "
              "4096 x 32768 tiles; earlier TRL built whole logits (not modelled)");
+    if (c.inference_sleep_mode)
+        warn("vLLM sleep mode: the engine's " + number_text(c.inference_gpu_share) + " share of the card is held only while it "
+             "generates, next to the model states; vLLM's CUDA graphs and buffers kept while asleep are not included");
     if (c.device == Device::cpu)
         warn("device \"cpu\" models PyTorch's CPU kernels for validation: no CUDA context or allocator overhead");
     return r;

@@ -37,6 +37,7 @@ struct MemoryEstimate {
     double cuda_context = 0;
     double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
     double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator
+    bool inference_engine_in_total = true;  // false: a sleeping engine, freed at the step's peak
     double total = 0;               // what nvidia-smi shows
     double cpu = 0;                 // RAM for offloaded states
     double capacity = 0;

@@ -124,6 +124,8 @@ std::vector<Phase> preference_phases(const Config& c) {
         Terms gen = base;
         gen.activations = generation_bytes(c, policy);
         out.push_back({"generation", gen});
+    } else if (c.inference_sleep_mode) {
+        out.push_back({"generation", base});  // vLLM generates; the training process holds its model states only
     }
     // No-grad forwards scoring log-probs, one micro-batch at a time: GRPO's old log-probs (the policy), then the
     // reference (a model, or the policy with adapters off). DPO scores after the policy's forward, with its graph

@@ -44,7 +44,7 @@ json report_to_json(const Report& r) {
     per_gpu["cuda_context"] = bytes(m.cuda_context);
     per_gpu["allocator_overhead"] = bytes(m.allocator_overhead);
     if (m.paged_optimizer_states > 0) per_gpu["paged_optimizer_states"] = bytes(m.paged_optimizer_states);
-    if (m.inference_engine > 0) per_gpu["inference_engine"] = bytes(m.inference_engine);
+    if (m.inference_engine > 0 && m.inference_engine_in_total) per_gpu["inference_engine"] = bytes(m.inference_engine);
     json phases = json::array();
     for (const Phase& p : m.phases)
         phases.push_back({{"name", p.name}, {"allocated_bytes", bytes(p.terms.sum())}, {"per_gpu_bytes", terms_to_json(p.terms)},

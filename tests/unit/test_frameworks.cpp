@@ -347,6 +347,13 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
     const MemoryEstimate v = estimate_memory(parsed(grpo));
     CHECK(v.inference_engine == Approx(0.3 * v.capacity));
     CHECK(v.phases[0].name == "old_logps");  // vLLM's sampling log-probs need the policy's own
+    // Sleep mode frees vLLM's share after each generation: it meets the model states, not the backward's peak.
+    grpo["inference_engine"] = {{"name", "vllm"}, {"gpu_memory_utilization", 0.3}, {"sleep_mode", true}};
+    const MemoryEstimate asleep = estimate_memory(parsed(grpo));
+    CHECK(asleep.phases[0].name == "generation");
+    CHECK(asleep.total < v.total);
+    CHECK(asleep.total == Approx(std::max(asleep.peak_reserved, asleep.phases[0].terms.sum() + 0.3 * asleep.capacity))
+                              .epsilon(0.02) .margin(asleep.cuda_context + 1e9));
     // A vLLM server generates on other GPUs: no share here, old log-probs still scored.
     grpo["inference_engine"] = {{"name", "vllm"}, {"mode", "server"}};
     const MemoryEstimate server = estimate_memory(parsed(grpo));
@@ -376,6 +383,7 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "remote"}}}}, "inference_engine.mode"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "server"}, {"gpu_memory_utilization", 0.3}}}}, "inference_engine.gpu_memory_utilization"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 2}, {"num_generations", 4}, {"steps_per_generation", 1}}, "num_generations"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "server"}, {"sleep_mode", true}}}}, "inference_engine.sleep_mode"},
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"num_iterations", 2}}, "num_iterations"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"steps_per_generation", 0}}, "steps_per_generation"},
     };
