@@ -21,9 +21,9 @@ const PHASES = {
   loss: 'Forward done and the loss computed: every saved activation and the logits are live.',
   backward: 'Backward pass: gradients appear while saved activations are freed.',
   optimizer_step: 'Optimizer step: gradients, optimizer states and the update’s temporaries are live together.',
-  generation: 'Generation (GRPO): the prefill, then the KV cache of every completion at its longest.',
+  generation: 'Generation (GRPO): in the training process, the prefill, then the KV cache of every completion at its longest; with vLLM in sleep mode, the model states next to the woken engine.',
   reference: 'Reference scoring: a no-grad forward for the reference log-probabilities (DPO: the policy’s graph is alive).',
-  old_logps: 'Old log-probabilities: a no-grad forward of the policy over vLLM’s completions.',
+  old_logps: 'Old log-probabilities: a no-grad forward of the policy over the completions (always with vLLM; in-process when generations serve several updates).',
   policy_forward: 'Policy forward: every saved activation and TRL’s fused LM head (no whole logits).',
 };
 // Suggestions that save less than this are not listed (a change nobody would make for 11 MiB).

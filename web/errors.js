@@ -13,6 +13,9 @@ function errorKey(field, state) {
   if (field === 'finetune.backend_version') return 'backend_version';
   if (field.startsWith('finetune')) return 'finetune';
   if (field.startsWith('gpu.')) return FIELD[field] ? field : 'gpu';
+  if (field === 'inference_engine.gpu_memory_utilization') return 'vllm_share';
+  if (field === 'inference_engine.sleep_mode') return 'vllm_sleep';
+  if (field.startsWith('inference_engine')) return 'vllm';
   return FIELD[field] ? field : '';
 }
 

@@ -4,6 +4,8 @@ import { CHOICES, ARCH_KEYS, DEFAULTS } from './params.js';
 export const LABELS = {
   framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
   method: { sft: 'Supervised (fine-tuning or pre-training)', dpo: 'DPO (TRL DPOTrainer)', grpo: 'GRPO (TRL GRPOTrainer)' },
+  vllm: { none: 'In the training process (transformers generate)', colocate: 'vLLM colocated on the training GPUs',
+    server: 'vLLM server on other GPUs' },
   reference: { default: 'TRL’s default', model: 'A second model', 'base-without-adapters': 'The policy with adapters off',
     precomputed: 'Precomputed log-probabilities', none: 'None (GRPO with beta 0)' },
   loss: { full: 'Full cross-entropy (whole logits)', chunked: 'Chunked cross-entropy',
@@ -73,6 +75,7 @@ const multi = (s) => s.strategy !== 'single';
 const untimed = (s) => !(Number(s.train_tokens) > 0);
 const trl = (s) => s.method !== 'sft';
 const grpo = (s) => s.method === 'grpo';
+const colocated = (s) => grpo(s) && s.vllm === 'colocate';
 export const GROUPS = [
   { title: 'Training stack', fields: [
     { key: 'framework', label: 'Framework', kind: 'select',
@@ -89,8 +92,15 @@ export const GROUPS = [
       hint: 'The sequence is prompt + completion; DPO’s chosen and rejected each.' },
     { key: 'num_generations', label: 'Generations per prompt', kind: 'int', show: grpo,
       hint: 'Must divide the completions of a step (the micro-batch counts completions under GRPO).' },
-    { key: 'vllm_share', label: 'Colocated vLLM’s share of the GPU', kind: 'number', show: grpo,
-      hint: '0: generate in the training process. Else vLLM’s gpu_memory_utilization (TRL’s default 0.3), reserved on the card.' },
+    { key: 'vllm', label: 'Generation', kind: 'select', show: grpo },
+    { key: 'vllm_share', label: 'vLLM’s share of the GPU', kind: 'number', show: colocated,
+      hint: 'gpu_memory_utilization (TRL’s default 0.3): reserved on each training GPU for vLLM’s weights and KV cache.' },
+    { key: 'vllm_sleep', label: 'vLLM sleep mode', kind: 'bool', show: colocated,
+      hint: 'vllm_enable_sleep_mode: vLLM frees its share after each generation, so it only meets the model states.' },
+    { key: 'steps_per_generation', label: 'Steps per generation', kind: 'int', show: grpo,
+      hint: 'Micro-batches’ completions generated at once (0: gradient accumulation steps, TRL’s default): the KV cache grows with it.' },
+    { key: 'num_iterations', label: 'Updates per generation', kind: 'int', show: grpo,
+      hint: 'num_iterations (μ): above 1, or when generation and optimizer steps are misaligned, the policy’s old log-probs are scored too.' },
   ] },
   { title: 'Model', fields: [
     { key: 'model', label: 'Model', kind: 'model',

@@ -11,6 +11,7 @@ export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
   method: ['sft', 'dpo', 'grpo'],
+  vllm: ['none', 'colocate', 'server'],
   reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed', 'fp8'],
   fp8_recipe: ['torchao-tensorwise', 'torchao-rowwise'],
@@ -83,14 +84,16 @@ export const INTS = {
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
   gpus_per_node: [1, 1024], prompt_len: [1, 2 ** 24], completion_len: [1, 2 ** 24], num_generations: [1, 2 ** 20],
+  steps_per_generation: [0, 2 ** 20], num_iterations: [1, 2 ** 20],
 };
 // Non-negative numbers of the run and its cost (0: not given).
 export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
   price_per_gpu_hour: [0, 1e6], vllm_share: [0, 0.95] };
 export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
 // TRL's trainers (core/preference_phases.cpp): their keys, sent only with method dpo or grpo.
-export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm_share'];
-export const BOOLS = ['sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
+export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm', 'vllm_share', 'vllm_sleep',
+  'steps_per_generation', 'num_iterations'];
+export const BOOLS = ['vllm_sleep', 'sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
 // An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
@@ -119,7 +122,8 @@ export const DEFAULTS = {
   activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
   gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
-  fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm_share: 0,
+  fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm: 'none', vllm_share: 0.3,
+  vllm_sleep: false, steps_per_generation: 0, num_iterations: 1,
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -267,7 +271,11 @@ export function toConfig(s) {
     if (s.reference !== 'default') c.reference = s.reference;
     if (s.method === 'grpo') {
       c.num_generations = s.num_generations;
-      if (Number(s.vllm_share) > 0) c.inference_engine = { name: 'vllm', gpu_memory_utilization: Number(s.vllm_share) };
+      if (s.vllm === 'colocate') {
+        c.inference_engine = { name: 'vllm', mode: 'colocate', gpu_memory_utilization: Number(s.vllm_share), sleep_mode: s.vllm_sleep };
+      } else if (s.vllm === 'server') c.inference_engine = { name: 'vllm', mode: 'server' };
+      if (Number(s.steps_per_generation) > 0) c.steps_per_generation = s.steps_per_generation;  // 0: grad_accum (TRL's default)
+      c.num_iterations = s.num_iterations;
     }
   }
   c.finetune = s.finetune === 'full' ? 'full'
@@ -318,6 +326,13 @@ export function applyPatch(s, patch) {
       }
     } else if (k === 'model') {
       if (typeof v === 'string') out.model = v;
+    } else if (k === 'inference_engine') {
+      if (v === 'none') out.vllm = 'none';
+      else if (v && typeof v === 'object' && v.name === 'vllm') {
+        out.vllm = v.mode === 'server' ? 'server' : 'colocate';
+        if (v.gpu_memory_utilization !== undefined) out.vllm_share = v.gpu_memory_utilization;
+        if (v.sleep_mode !== undefined) out.vllm_sleep = !!v.sleep_mode;
+      }
     } else if (k in CHOICES) {
       if (CHOICES[k].includes(String(v))) out[k] = String(v);
     } else if (k in DEFAULTS) {
@@ -501,6 +516,11 @@ export function fromQuery(search, { models, gpus, nested = false }) {
     if (v !== undefined) state[key] = v;
   }
   if (!unused('zero')) state.zero = defaultZero(state.strategy);
+  // Links from before the Generation field: a vllm_share above 0 meant a colocated vLLM, 0 generation in-process.
+  if (get('vllm') === undefined && unused('vllm_share')) {
+    if (state.vllm_share > 0) state.vllm = 'colocate';
+    else state.vllm_share = DEFAULTS.vllm_share;
+  }
   for (const k of FOLLOWERS) if (!unused(k)) state[k] = defaultOf(state, k);
   if (state.finetune === 'full') {
     for (const k of LORA_KEYS)

@@ -330,11 +330,26 @@ test('DPO and GRPO: the method fields, their phases and the vLLM share, as the C
   await page.goto(server.url + '?model=qwen2.5-7b&gpu=h100-80gb&finetune=lora&method=grpo&num_generations=4&micro_batch=8&prompt_len=128&completion_len=512&vllm_share=0.3');
   await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
   const grpo = JSON.parse(await shownConfig(page));
-  assert.deepEqual(grpo.inference_engine, { name: 'vllm', gpu_memory_utilization: 0.3 });
+  // (a link from before the Generation field: vllm_share alone means a colocated engine)
+  assert.deepEqual(grpo.inference_engine, { name: 'vllm', mode: 'colocate', gpu_memory_utilization: 0.3, sleep_mode: false });
   const est = run('estimate', grpo);
   assert.ok(est.per_gpu_bytes.inference_engine > 0);
   const legend = await page.textContent('body');
   assert.ok(legend.includes('vLLM engine'), 'the vLLM term in the legend');
+  // A vLLM server on other GPUs: no share here; old log-probs are scored. Four micro-batches per generation.
+  await page.goto(server.url + '?model=qwen2.5-7b&gpu=h100-80gb&finetune=lora&method=grpo&num_generations=4&micro_batch=8&prompt_len=128&completion_len=512&vllm=server&steps_per_generation=4&num_iterations=2');
+  await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  const server_ = JSON.parse(await shownConfig(page));
+  assert.deepEqual(server_.inference_engine, { name: 'vllm', mode: 'server' });
+  assert.equal(server_.steps_per_generation, 4);
+  assert.equal(server_.num_iterations, 2);
+  assert.ok(!(await page.isVisible('#f-vllm_share')), 'no share field for a vLLM server');
+  const serverPhases = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
+  assert.ok(serverPhases.some((t) => t.startsWith('old logps') || t.startsWith('old log')), `old log-probs shown: ${serverPhases}`);
+  // A bad Generation value in a link is reported and ignored.
+  await page.goto(server.url + '?model=qwen2.5-7b&method=grpo&vllm=sglang&prompt_len=8&completion_len=8');
+  await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
+  assert.match(await page.textContent('#link-problems'), /vllm/);
   // A bad count is a message next to its field, not a crash.
   await page.goto(server.url + '?model=qwen2.5-7b&method=grpo&num_generations=3&micro_batch=8&prompt_len=8&completion_len=8');
   await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
