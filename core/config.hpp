@@ -39,8 +39,13 @@ enum class QuantBackend { bitsandbytes, torchao };
 // FP8 training recipes: torchao's Float8Linear with dynamic tensorwise or rowwise scaling; Transformer Engine's
 // (recognised, not modelled yet).
 enum class Fp8Recipe { none, torchao_tensorwise, torchao_rowwise, te_delayed, te_current };
-// What the step trains on: supervised fine-tuning or pre-training, or TRL's preference (DPO) and RL (GRPO) trainers.
-enum class TrainingMethod { sft, dpo, grpo };
+// What the step trains on: supervised fine-tuning or pre-training, or one of TRL's trainers (training_methods.hpp).
+enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, distill };
+// A frozen model's storage dtype.
+enum class Dtype { bf16, fp16, fp32 };
+inline double element_bytes(Dtype d) { return d == Dtype::fp32 ? 4 : 2; }
+// Distillation's divergence (TRL's DistillationConfig.beta): 0 forward KL, 1 reverse KL (the default), between: JSD.
+enum class Divergence { reverse_kl, forward_kl, jsd };
 // The reference model's log-probabilities: none, a second model, the policy with its adapters off, or computed
 // before training.
 enum class Reference { none, model, base_without_adapters, precomputed };
@@ -111,8 +116,8 @@ struct Config {
     bool longest_batch_first = false;     // the estimate is of the run's first micro-batch, seq_len long
     bool compile = false;                 // torch.compile: reported, and the activations become an upper bound
     Fp8Recipe fp8_recipe = Fp8Recipe::none;  // precision "fp8": bf16 training whose linears compute in float8
-    // DPO and GRPO (preference_phases.cpp): micro_batch counts pairs (DPO) or completions (GRPO); a sequence is
-    // prompt_len + completion_len tokens.
+    // TRL's trainers (trl_phases.cpp): micro_batch counts pairs (DPO, IPO, ORPO, SimPO), examples (KTO),
+    // completions (GRPO) or prompts (distillation); a sequence is prompt_len + completion_len tokens.
     TrainingMethod method = TrainingMethod::sft;
     Reference reference = Reference::none;
     std::uint64_t prompt_len = 0, completion_len = 0;
@@ -122,6 +127,10 @@ struct Config {
     bool inference_sleep_mode = false;    // a colocated vLLM frees its share between generations
     std::uint64_t steps_per_generation = 0;  // GRPO: optimizer steps' worth of completions generated at once (0: grad_accum)
     std::uint64_t num_iterations = 1;        // GRPO: updates per generation batch
+    // Distillation: the frozen teacher, in the dtype of its checkpoint (TRL loads it with dtype "auto").
+    Architecture teacher;
+    Dtype teacher_dtype = Dtype::bf16;
+    Divergence divergence = Divergence::reverse_kl;
     // The machine and the run, for time and cost (step_time.cpp).
     std::uint64_t gpus_per_node = 8;
     double inter_node_gbps = 0;           // per GPU, GB/s (0: the GPU's reference system)
@@ -152,6 +161,7 @@ const char* to_string(QuantBackend);
 const char* to_string(TrainingMethod);
 const char* to_string(Fp8Recipe);
 const char* to_string(Reference);
+const char* to_string(Divergence);
 
 // The GPUs that hold replicas (or ZeRO/FSDP shards) of the same layers: data and context parallel ranks alike
 // (torchtitan shards FSDP over its dp_shard x cp mesh, Megatron-LM's optimizer over data x context ranks).

@@ -1,5 +1,7 @@
 #include "config_checks.hpp"
 
+#include "training_methods.hpp"
+
 #include <algorithm>
 #include <string>
 #include <tuple>
@@ -86,27 +88,33 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (c.fp8_recipe != Fp8Recipe::none && c.gpu.id != "custom" && !supports_fp8(c.gpu))
         err("precision", c.gpu.name + " has no FP8 tensor cores: FP8 training needs compute capability 8.9 or newer "
                          "(Ada, Hopper, Blackwell) or an MI300");
-    if (c.method != TrainingMethod::sft) {
+    if (is_trl(c)) {
         const std::string m = to_string(c.method);
+        const MethodTraits& t = method_traits(c.method);
         if (c.strategy != Strategy::single && c.strategy != Strategy::ddp)
-            err("method", m + " is modelled from TRL's trainers on one GPU or DDP (measured in tests/validation/stacks/trl)");
+            err("method", m + " is modelled from TRL's " + t.trainer + " on one GPU or DDP (measured in tests/validation/stacks/trl)");
         if (!c.prompt_len) err("prompt_len", "is required with " + m);
         if (!c.completion_len) err("completion_len", "is required with " + m);
         if (c.reference == Reference::base_without_adapters && c.finetune.method == FinetuneMethod::full)
             err("reference", "\"base-without-adapters\" needs LoRA or QLoRA: full fine-tuning has no adapters to turn off");
-        if (c.method == TrainingMethod::dpo && c.reference == Reference::none)
-            err("reference", "DPO needs reference log-probabilities: \"model\", \"base-without-adapters\" or \"precomputed\"");
-        if (c.method == TrainingMethod::grpo && c.reference == Reference::precomputed)
-            err("reference", "GRPO scores fresh completions: its reference cannot be precomputed");
+        if (t.needs_reference && c.reference == Reference::none)
+            err("reference", m + " needs reference log-probabilities: \"model\", \"base-without-adapters\" or \"precomputed\"");
+        if (!t.takes_reference && c.reference != Reference::none)
+            err("reference", m + " takes no reference model (" + t.trainer + "): use \"none\"");
+        if (t.generates && c.reference == Reference::precomputed)
+            err("reference", m + " scores fresh completions: its reference cannot be precomputed");
         // TRL's GRPOConfig: the generation batch (micro_batch x processes x steps_per_generation) holds whole groups.
         const std::uint64_t generated = c.micro_batch * data_parallel(c) * c.steps_per_generation;
         if (c.method == TrainingMethod::grpo && generated % c.num_generations)
             err("num_generations", "must divide the completions of a generation (micro_batch x data-parallel GPUs x "
                                    "steps_per_generation = " + std::to_string(generated) + ")");
+        if (c.method == TrainingMethod::distill && c.teacher.vocab != c.model.vocab)
+            err("teacher", "has a vocabulary of " + std::to_string(c.teacher.vocab) + ", the student " +
+                               std::to_string(c.model.vocab) + ": the divergence compares the two over one vocabulary");
         if (c.longest_batch_first) err("longest_batch_first", "is a LitGPT loop's; not with " + m);
-    } else if (c.inference_engine != InferenceEngine::none) {
-        err("inference_engine", "a vLLM engine generates for GRPO: set \"method\": \"grpo\"");
     }
+    if (c.method != TrainingMethod::grpo && c.inference_engine != InferenceEngine::none)
+        err("inference_engine", "a vLLM engine generates for GRPO: set \"method\": \"grpo\"");
     if (c.strategy == Strategy::deepspeed &&
         (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");

@@ -8,6 +8,7 @@
 #include "hf_config.hpp"
 #include "json_reader.hpp"
 #include "json_text.hpp"
+#include "method_json.hpp"
 #include "model_catalog.hpp"
 #include "presets.hpp"
 
@@ -40,11 +41,6 @@ const Names<Fp8Recipe, 5> kFp8Recipe{{{Fp8Recipe::none, "none"},
                                       {Fp8Recipe::torchao_rowwise, "torchao-rowwise"},
                                       {Fp8Recipe::te_delayed, "te-delayed"},
                                       {Fp8Recipe::te_current, "te-current"}}};
-const Names<TrainingMethod, 3> kTraining{{{TrainingMethod::sft, "sft"}, {TrainingMethod::dpo, "dpo"}, {TrainingMethod::grpo, "grpo"}}};
-const Names<Reference, 4> kReference{{{Reference::none, "none"},
-                                      {Reference::model, "model"},
-                                      {Reference::base_without_adapters, "base-without-adapters"},
-                                      {Reference::precomputed, "precomputed"}}};
 const Names<FinetuneMethod, 3> kMethod{
     {{FinetuneMethod::full, "full"}, {FinetuneMethod::lora, "lora"}, {FinetuneMethod::qlora, "qlora"}}};
 const Names<Checkpointing, 4> kCheckpointing{{{Checkpointing::none, "none"},
@@ -130,8 +126,8 @@ std::string module_families() {
     return s;
 }
 
-void read_explicit_architecture(const json& obj, Architecture& a, std::vector<FieldError>& errors) {
-    Reader r(obj, "model.", errors);
+void read_explicit_architecture(const json& obj, Architecture& a, const std::string& field, std::vector<FieldError>& errors) {
+    Reader r(obj, field + ".", errors);
     for (std::size_t i = 0; i < kRequired; ++i)
         if (!r.has(kIntFields[i].key)) r.fail(kIntFields[i].key, "is required in an explicit architecture");
     a = Architecture{};
@@ -169,33 +165,6 @@ void read_explicit_architecture(const json& obj, Architecture& a, std::vector<Fi
     for (const BoolField& f : kBoolFields) r.boolean(f.key, a.*f.member);
     for (const RealField& f : kRealFields) r.number(f.key, a.*f.member, f.lo, f.hi, f.hi_open);
     r.reject_unknown(explicit_keys());
-}
-
-void read_model(const json* v, Config& c, std::vector<FieldError>& errors) {
-    if (!v) return;
-    if (v->is_string()) {
-        const std::string id = v->get<std::string>();
-        if (const ModelPreset* p = find_model_preset(id)) {
-            c.model = p->arch;
-        } else if (const CatalogModel* m = find_catalog_model(id)) {
-            read_hf_config(json::parse(m->config), c.model, "model.", errors, c.notes);
-            c.model.id = m->id;
-        } else {
-            std::string ids;
-            for (const ModelPreset& m : model_presets()) ids += (ids.empty() ? "" : ", ") + m.arch.id;
-            errors.push_back({"model", "unknown model " + show(*v) + "; presets: " + ids + ", or one of the " +
-                                           std::to_string(model_catalog().size()) +
-                                           " Hugging Face ids of the catalog (vramcalc presets), or {\"hf_config\": {...}}"});
-        }
-    } else if (v->is_object() && v->contains("hf_config")) {
-        if (v->size() != 1) errors.push_back({"model", "an hf_config object takes no other keys"});
-        read_hf_config((*v)["hf_config"], c.model, "model.hf_config.", errors, c.notes);
-    } else if (v->is_object()) {
-        read_explicit_architecture(*v, c.model, errors);
-    } else {
-        errors.push_back({"model", "must be a preset id, {\"hf_config\": {...}} or an architecture object, got " +
-                                       show(*v)});
-    }
 }
 
 void read_finetune(const json* v, Config& c, std::vector<FieldError>& errors) {
@@ -276,13 +245,40 @@ void read_gpu(const json* v, Config& c, std::vector<FieldError>& errors) {
 
 }  // namespace
 
+void read_model(const json* v, Architecture& a, const std::string& field, std::vector<std::string>& notes,
+                std::vector<FieldError>& errors) {
+    if (!v) return;
+    if (v->is_string()) {
+        const std::string id = v->get<std::string>();
+        if (const ModelPreset* p = find_model_preset(id)) {
+            a = p->arch;
+        } else if (const CatalogModel* m = find_catalog_model(id)) {
+            read_hf_config(json::parse(m->config), a, field + ".", errors, notes);
+            a.id = m->id;
+        } else {
+            std::string ids;
+            for (const ModelPreset& m : model_presets()) ids += (ids.empty() ? "" : ", ") + m.arch.id;
+            errors.push_back({field, "unknown model " + show(*v) + "; presets: " + ids + ", or one of the " +
+                                         std::to_string(model_catalog().size()) +
+                                         " Hugging Face ids of the catalog (vramcalc presets), or {\"hf_config\": {...}}"});
+        }
+    } else if (v->is_object() && v->contains("hf_config")) {
+        if (v->size() != 1) errors.push_back({field, "an hf_config object takes no other keys"});
+        read_hf_config((*v)["hf_config"], a, field + ".hf_config.", errors, notes);
+    } else if (v->is_object()) {
+        read_explicit_architecture(*v, a, field, errors);
+    } else {
+        errors.push_back({field, "must be a preset id, {\"hf_config\": {...}} or an architecture object, got " + show(*v)});
+    }
+}
+
+json model_to_json(const Architecture& a) { return a.id == "custom" ? architecture_to_json(a) : json(a.id); }
+
 const char* to_string(Precision e) { return kPrecision.name(e); }
 const char* to_string(Optimizer e) { return kOptimizer.name(e); }
 const char* to_string(OptimizerImpl e) { return kImpl.name(e); }
 const char* to_string(FinetuneMethod e) { return kMethod.name(e); }
-const char* to_string(TrainingMethod e) { return kTraining.name(e); }
 const char* to_string(Fp8Recipe e) { return kFp8Recipe.name(e); }
-const char* to_string(Reference e) { return kReference.name(e); }
 const char* to_string(Checkpointing e) { return kCheckpointing.name(e); }
 const char* to_string(Attention e) { return kAttention.name(e); }
 const char* to_string(Strategy e) { return kStrategy.name(e); }
@@ -337,7 +333,7 @@ ParsedConfig parse_config(const json& v) {
     c.loss = profile->loss, c.loss_chunks = profile->loss_chunks, c.adapter_dtype = profile->adapter_dtype;
     c.fsdp_version = profile->fsdp_version, c.fsdp_wrap = profile->fsdp_wrap;
     c.longest_batch_first = profile->longest_batch_first;
-    read_model(r.find("model"), c, errors);
+    read_model(r.find("model"), c.model, "model", c.notes, errors);
     if (*profile->modules) c.model.family = find_family_row(profile->modules);  // the stack's own model code
     const bool seq_len_given = v.contains("seq_len");
     r.integer("seq_len", c.seq_len, 1, kMaxTokens);
@@ -408,54 +404,7 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("activation_offload", c.activation_offload);
     r.boolean("longest_batch_first", c.longest_batch_first);
     r.boolean("compile", c.compile);
-    r.choice("method", c.method, kTraining);
-    // TRL's defaults: DPO against a reference model, or the policy with its adapters off; GRPO with beta 0 (none).
-    if (c.method == TrainingMethod::dpo)
-        c.reference = c.finetune.method == FinetuneMethod::full ? Reference::model : Reference::base_without_adapters;
-    r.choice("reference", c.reference, kReference);
-    r.integer("prompt_len", c.prompt_len, 1, kMaxTokens);
-    r.integer("completion_len", c.completion_len, 1, kMaxTokens);
-    r.integer("num_generations", c.num_generations, 1, kMaxBatch);
-    if (const json* ie = r.find("inference_engine")) {
-        if (ie->is_string() && ie->get<std::string>() == "none") {
-            c.inference_engine = InferenceEngine::none;
-        } else if (ie->is_object()) {
-            Reader er(*ie, "inference_engine.", errors);
-            const json* name = er.find("name");
-            if (!name || !name->is_string() || name->get<std::string>() != "vllm")
-                er.fail("name", "must be \"vllm\"");
-            c.inference_engine = InferenceEngine::vllm_colocate;
-            if (const json* mode = er.find("mode")) {
-                if (*mode == "server") c.inference_engine = InferenceEngine::vllm_server;
-                else if (*mode != "colocate") er.fail("mode", "must be \"colocate\" (on the training GPUs) or \"server\" (other GPUs), got " + show(*mode));
-            }
-            if (c.inference_engine == InferenceEngine::vllm_colocate) {
-                c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
-                er.number("gpu_memory_utilization", c.inference_gpu_share, 0.01, 0.95, false);
-                er.boolean("sleep_mode", c.inference_sleep_mode);
-            } else {
-                for (const char* key : {"gpu_memory_utilization", "sleep_mode"})
-                    if (er.has(key)) er.fail(key, "is the colocated engine's; a vLLM server runs on other GPUs");
-            }
-            er.reject_unknown("name, mode, gpu_memory_utilization, sleep_mode");
-        } else {
-            r.fail("inference_engine", "must be \"none\" or {\"name\": \"vllm\", \"mode\": \"colocate\", \"gpu_memory_utilization\": 0.3}, got " + show(*ie));
-        }
-    }
-    // TRL's GRPOConfig: steps_per_generation defaults to gradient_accumulation_steps.
-    c.steps_per_generation = c.grad_accum;
-    r.integer("steps_per_generation", c.steps_per_generation, 1, kMaxBatch);
-    r.integer("num_iterations", c.num_iterations, 1, kMaxBatch);
-    for (const char* key : {"steps_per_generation", "num_iterations", "num_generations"})
-        if (c.method != TrainingMethod::grpo && r.has(key)) r.fail(key, "goes with \"method\": \"grpo\"");
-    if (c.method != TrainingMethod::sft && c.prompt_len && c.completion_len) {
-        if (c.prompt_len + c.completion_len > kMaxTokens)
-            r.fail("completion_len", "prompt_len + completion_len must not exceed " + std::to_string(kMaxTokens));
-        else if (seq_len_given && c.seq_len != c.prompt_len + c.completion_len)
-            r.fail("seq_len", "is prompt_len + completion_len (" + std::to_string(c.prompt_len + c.completion_len) +
-                                  ") under dpo and grpo; give those two");
-        c.seq_len = c.prompt_len + c.completion_len;
-    }
+    read_training_method(r, c, errors, seq_len_given);
     r.integer("gpus_per_node", c.gpus_per_node, 1, 1024);
     r.number("inter_node_gbps", c.inter_node_gbps, 0, 1e6, false);
     r.number("train_tokens", c.train_tokens, 0, 1e18, false);
@@ -527,7 +476,7 @@ json architecture_to_json(const Architecture& a) {
 }
 
 json config_to_json(const Config& c) {
-    json model = c.model.id == "custom" ? architecture_to_json(c.model) : json(c.model.id);
+    const json model = model_to_json(c.model);
     json finetune = "full";
     if (c.finetune.method != FinetuneMethod::full) {
         finetune = {{"method", to_string(c.finetune.method)}, {"rank", c.finetune.rank}, {"targets", c.finetune.targets},
@@ -580,7 +529,6 @@ json config_to_json(const Config& c) {
             {"activation_offload", c.activation_offload},
             {"longest_batch_first", c.longest_batch_first},
             {"compile", c.compile},
-            {"method", to_string(c.method)},
             {"gpus_per_node", c.gpus_per_node},
             {"inter_node_gbps", c.inter_node_gbps},
             {"train_tokens", c.train_tokens},
@@ -590,18 +538,7 @@ json config_to_json(const Config& c) {
             {"fsdp_version", c.fsdp_version},
             {"fsdp_wrap", kFsdpWrap.name(c.fsdp_wrap)}};
     if (c.fp8_recipe != Fp8Recipe::none) out["precision"] = "fp8", out["fp8_recipe"] = to_string(c.fp8_recipe);
-    if (c.method != TrainingMethod::sft) {
-        out["reference"] = to_string(c.reference), out["prompt_len"] = c.prompt_len, out["completion_len"] = c.completion_len;
-        if (c.method == TrainingMethod::grpo) {
-            out["num_generations"] = c.num_generations;
-            out["steps_per_generation"] = c.steps_per_generation, out["num_iterations"] = c.num_iterations;
-            out["inference_engine"] = c.inference_engine == InferenceEngine::vllm_colocate
-                                          ? json{{"name", "vllm"}, {"mode", "colocate"}, {"gpu_memory_utilization", c.inference_gpu_share},
-                                                 {"sleep_mode", c.inference_sleep_mode}}
-                                      : c.inference_engine == InferenceEngine::vllm_server ? json{{"name", "vllm"}, {"mode", "server"}}
-                                                                                          : json("none");
-        }
-    }
+    training_method_to_json(c, out);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include "memory_common.hpp"
 #include "memory_terms.hpp"
 #include "phases.hpp"
+#include "training_methods.hpp"
 
 namespace vramcalc {
 
@@ -174,7 +175,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
 namespace {
 
 std::vector<Phase> stage_phases(const Config& c) {
-    return c.method == TrainingMethod::sft ? supervised_phases(c) : preference_phases(c);
+    return c.method == TrainingMethod::sft ? supervised_phases(c) : trl_phases(c);
 }
 
 std::size_t largest(const std::vector<Phase>& phases) {
@@ -280,13 +281,17 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
             adapter_targets.push_back(l.name);
     const MemoryEstimate current = estimate_memory(c);
     const Terms& peak = current.at_peak();
-    // TRL's regimes (preference_phases.cpp).
-    if (c.method == TrainingMethod::dpo && c.reference == Reference::model && c.finetune.method != FinetuneMethod::full)
+    // TRL's regimes (trl_phases.cpp).
+    const MethodTraits& method = method_traits(c.method);
+    if (method.takes_reference && c.reference == Reference::model && c.finetune.method != FinetuneMethod::full)
         out.push_back({"Reference = the policy with its adapters off", {{"reference", "base-without-adapters"}},
                        "no second model: TRL scores the reference with the LoRA adapters disabled"});
-    if (c.method == TrainingMethod::dpo && c.reference != Reference::precomputed)
+    if (method.needs_reference && c.reference != Reference::precomputed)
         out.push_back({"Precompute the reference log-probabilities", {{"reference", "precomputed"}},
                        "one pass before training (precompute_ref_log_probs): no reference forward or model in the step"});
+    if (c.method == TrainingMethod::distill && c.teacher_dtype == Dtype::fp32)
+        out.push_back({"Teacher in bf16", {{"teacher_dtype", "bf16"}},
+                       "teacher_model_init_kwargs dtype bfloat16: half the teacher's weights and hidden states"});
     if (c.method == TrainingMethod::grpo && c.num_generations % 2 == 0 && c.micro_batch % 2 == 0)
         out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
                        {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
@@ -496,9 +501,15 @@ Report make_report(const Config& c) {
         warn("step time: modelled for supervised training; TRL's generation and scoring passes are not timed");
     else if (!r.time.known && c.device == Device::cuda)
         warn("step time: no dense peak is known for " + c.gpu.name + " in this precision");
-    if (c.method != TrainingMethod::sft && c.device == Device::cuda)
+    if (method_traits(c.method).head == TrlHead::fused_logprob && c.device == Device::cuda)
         warn(std::string(to_string(c.method)) + ": TRL 1.16's fused LM head (from 1.15) scores the completion tokens in "
              "4096 x 32768 tiles; earlier TRL built whole logits (not modelled)");
+    if (method_traits(c.method).head == TrlHead::full_logits)
+        warn(std::string(to_string(c.method)) + ": " + method_traits(c.method).trainer + " builds the whole (2 x pairs, "
+             "sequence, vocabulary) logits in fp32 (no fused head in TRL 1.16)");
+    if (c.method == TrainingMethod::distill && detail::autocast(c))
+        warn("distill: DistillationTrainer runs the student's and the teacher's training passes outside accelerate's "
+             "autocast (measured: bf16=True changes only generation), so their activations are in the weights' dtype");
     if (c.inference_sleep_mode)
         warn("vLLM sleep mode: the engine's " + number_text(c.inference_gpu_share) + " share of the card is held only while it "
              "generates, next to the model states; vLLM's CUDA graphs and buffers kept while asleep are not included");

@@ -1,5 +1,5 @@
 // The moments of one pipeline stage's step where the peak can fall: supervised training (estimate.cpp) and TRL's
-// DPO and GRPO trainers (preference_phases.cpp), over the same resident model states.
+// trainers (trl_phases.cpp), over the same resident model states.
 #pragma once
 #include <vector>
 
@@ -9,7 +9,7 @@ namespace vramcalc {
 
 Terms resident(const Config&);                            // model states and buffers, setup to the end
 std::vector<Phase> supervised_phases(const Config&);      // forward, loss, backward, optimizer_step
-std::vector<Phase> preference_phases(const Config&);      // [generation], [reference], policy_forward, backward, ...
+std::vector<Phase> trl_phases(const Config&);             // [generation], [scoring passes], policy_forward, backward, ...
 double inference_engine_bytes(const Config&);             // a colocated vLLM's share of the GPU
 
 }  // namespace vramcalc

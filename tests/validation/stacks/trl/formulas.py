@@ -9,6 +9,8 @@ no dropout: what vramcalc's finetune model already computes for this stack); for
 from the measured trace (``saved_bytes``), since vramcalc's existing bf16-mixed / bf16-base-mixed activation
 model (validated by measure_hf.py and stacks/qlora) is not what is being checked here.  Everything TRL-specific
 (the reference model, the fused LM head and its tiles, generation, the buffered batch) is a closed form.
+Methods: DPO (any loss type) and KTO (`predict`: fused LM head), GRPO (`predict`), ORPO and SimPO
+(`predict_logits`: full fp32 logits), distillation (`predict_distill`: ChunkedDivergenceFunction).
 """
 import argparse
 import json
@@ -45,10 +47,10 @@ def n_param_tensors(m, lora):
 
 def geometry(rec):
     c = rec["config"]
-    if c["method"] == "dpo":
-        Bs = 2 * c["micro_batch"]
+    if c["method"] in ("dpo", "orpo", "simpo"):
+        Bs = 2 * c["micro_batch"]          # pairs -> chosen + rejected rows in one forward
     else:
-        Bs = c["micro_batch"]
+        Bs = c["micro_batch"]              # GRPO completions, KTO examples, distillation sequences
     S = c["prompt_len"] + c["completion_len"]
     return Bs, S
 
@@ -70,15 +72,41 @@ def activations_fp32(m, Bs, S, lora, N):
         first -= T * H * 4 + T * 4  # layer 0's first norm: its input (the frozen embedding) needs no grad
     outside = T * H * 4 + T * 4 + (0 if lora else T * H * 4)  # final norm
     head = N * H * 4 + N * 8 + N * 4 + N * 4 + Bs * (S - 1)  # hidden copy, targets, log_z, entropy, label mask
-    loss = 16 if rec_method[0] == "dpo" else 0
+    loss = {"dpo": 16, "kto": 72}.get(rec_method[0], 0)   # the loss's few (pairs,) / (examples,) tensors
     return first + (L - 1) * layer + outside + head + loss
 
 
 rec_method = [None]
 
 
+def generation_bytes(m, Bg, Pl, C, prec, lora):
+    """In-process `generate` of Bg rows: max(prefill, decode end) above step_start (GRPO and distillation)."""
+    L, H, I, kv, hd, V = m["L"], m["H"], m["I"], m["kv"], m["hd"], m["V"]
+    P = n_params(m)
+    autocast = prec in ("bf16-mixed", "bf16-base-mixed")
+    dt = 2 if prec == "bf16-base-mixed" else 4
+    a = 4 if prec != "bf16-base-mixed" else 2
+    kvb = 4 if prec != "bf16-base-mixed" else 2       # KV dtype: fp32 under autocast too (rope promotes K)
+    kv_cache = lambda t: L * 2 * Bg * kv * hd * t * kvb  # noqa: E731
+    w16 = (P - V * H) * 2 if autocast and dt == 4 else 0  # autocast's bf16 copies of all but the embedding
+    prefill = kv_cache(Pl) + (3 + (1 if lora else 0)) * Bg * Pl * I * a + 4 * Bg * Pl * H * a + 2 * Pl * hd * 4
+    if w16:
+        prefill = kv_cache(Pl) + w16 + 2 * Bg * Pl * I * 2
+    if lora and dt == 2:
+        # CPU, bf16 weights, frozen lm_head: aten::matmul does not fold the (Bg, 1, H) last-token slice and
+        # runs bmm on lm_head's weight expanded and copied per row (observed, see README)
+        prefill = kv_cache(Pl) + Bg * V * H * 2
+    decode = kv_cache(Pl + C - 1) + 2 * L * Bg * kv * hd * (Pl + C - 1) * kvb // L + w16
+    return max(prefill, decode)
+
+
 def predict(rec):
     c, meas = rec["config"], rec["measured"]
+    if c["method"] == "grpo":
+        # the GRPO schedule (steps_per_generation, num_iterations, beta) is in the trainer settings, not in config
+        c = dict(c)
+        for k in ("steps_per_generation", "num_iterations", "beta"):
+            c.setdefault(k, rec["hf"]["grpo"][k])
     rec_method[0] = c["method"]
     m = shape(rec)
     L, H, I, nh, kv, hd, V = (m[k] for k in ("L", "H", "I", "nh", "kv", "hd", "V"))
@@ -105,6 +133,10 @@ def predict(rec):
     opt = 2 * trainable * 4 + 4 * n_param_tensors(m, lora)  # AdamW exp_avg, exp_avg_sq (fp32), step counters
     if c["method"] == "dpo":
         batch = 3 * T * 8 + (2 * c["micro_batch"] * 4 if c["reference"] == "precomputed" else 0)
+    elif c["method"] == "kto":
+        # input_ids, attention_mask, completion_mask and the same three for the KL batch (int64), label (bool),
+        # precomputed: ref_logps and ref_KL_logps (fp32 per example)
+        batch = 6 * T * 8 + Bs + (2 * Bs * 4 if c["reference"] == "precomputed" else 0)
     else:
         spg = c["steps_per_generation"]
         rows = Bs * spg                                   # the whole generation batch stays buffered
@@ -134,7 +166,8 @@ def predict(rec):
     casts_fwd = n * H * 2 if autocast and dt == 4 else 0
     casts = (n * H * 2 + Vt * H * 2) if autocast and dt == 4 else 0
     # CPU only (torch ops instead of the Triton fold, `_forward_tile`/`_backward_tile`), bytes per tile element:
-    k_fwd_policy = 13 if c["method"] == "dpo" else 12     # z, e, e*z (+ is_top1's bool mask for DPO's policy head)
+    k_fwd_policy = 13 if c["method"] == "dpo" else 12     # z, e, e*z (+ is_top1's bool mask for DPO's policy head;
+    #                                                       KTO's head: log_probs, entropy, mean_logits -> 12)
     k_fwd_ref = 13 if (c["method"] == "dpo" and c["reference"] == "base-without-adapters") else 12
     k_bwd = 29                                            # 7 fp32 temporaries + 1 bool per element
     head_fwd_policy = mm_buf + vecs + casts_fwd + k_fwd_policy * n * Vt
@@ -154,10 +187,17 @@ def predict(rec):
     if autocast and dt == 4:
         ref_head += L * per_layer_params * 2              # autocast's cached bf16 weight copies, until the forward ends
     if c["reference"] != "precomputed" and c["reference"] != "none":
-        kept = A if c["method"] == "dpo" else 0           # DPO: the policy's graph is alive; GRPO: scored first
+        kept = A if c["method"] in ("dpo", "kto") else 0  # DPO/KTO: the policy's graph is alive; GRPO: scored first
         if c["method"] == "grpo" and c["checkpointing"] != "none":
             kept = 0
         out["reference"] = (static + kept + ref_head, meas["phase_peak_bytes"]["reference"])
+        if c["method"] == "kto":
+            # the reference's KL-batch forward (same rows, same length here), also after the policy forward
+            out["reference_kl"] = (static + kept + ref_head, meas["phase_peak_bytes"]["reference_kl"])
+    if c["method"] == "kto":
+        # the policy's no-grad forward of the KL batch, first in _compute_loss (nothing else alive)
+        out["kl_policy"] = (static + last_hidden + N * H * a + head_fwd_policy + (
+            L * per_layer_params * 2 if autocast and dt == 4 else 0), meas["phase_peak_bytes"]["kl_policy"])
     if c["method"] == "grpo" and "old_logps" in meas["phase_peak_bytes"]:
         # old_per_token_logps: the same no-grad forward with the policy (its head also computes the entropy: 12 B)
         out["old_logps"] = (static + last_hidden + N * H * a + head_fwd_policy - k_fwd_policy * n * Vt
@@ -168,19 +208,158 @@ def predict(rec):
     # generation (GRPO): the prefill of Bg = Bs * spg rows of P tokens, or the full KV cache, whichever is larger
     if c["method"] == "grpo":
         Bg = Bs * c["steps_per_generation"]
-        Pl, C = c["prompt_len"], c["completion_len"]
-        kvb = 4 if prec != "bf16-base-mixed" else 2       # KV dtype: fp32 under autocast too (rope promotes K)
-        kv_cache = lambda t: L * 2 * Bg * kv * hd * t * kvb  # noqa: E731
-        w16 = (P - V * H) * 2 if autocast and dt == 4 else 0  # autocast's bf16 copies of all but the embedding
-        prefill = kv_cache(Pl) + (3 + (1 if lora else 0)) * Bg * Pl * I * a + 4 * Bg * Pl * H * a + 2 * Pl * hd * 4
-        if w16:
-            prefill = kv_cache(Pl) + w16 + 2 * Bg * Pl * I * 2
-        if lora and dt == 2:
-            # CPU, bf16 weights, frozen lm_head: aten::matmul does not fold the (Bg, 1, H) last-token slice and
-            # runs bmm on lm_head's weight expanded and copied per row (observed, see README)
-            prefill = kv_cache(Pl) + Bg * V * H * 2
-        decode = kv_cache(Pl + C - 1) + 2 * L * Bg * kv * hd * (Pl + C - 1) * kvb // L + w16
-        out["generation"] = (static + max(prefill, decode), meas["phase_peak_bytes"]["generation"])
+        gen = generation_bytes(m, Bg, c["prompt_len"], c["completion_len"], prec, lora)
+        out["generation"] = (static + gen, meas["phase_peak_bytes"]["generation"])
+    out["peak"] = (max(v[0] for k, v in out.items() if k != "step_start"), meas["peak_allocated_bytes"])
+    return out
+
+
+def layers_fp32(m, Bs, S, lora):
+    """fp32 activations saved by the decoder layers (the first with the rotary cos/sin), as activations_fp32."""
+    L, H, I, nh, hd = m["L"], m["H"], m["I"], m["nh"], m["hd"]
+    T = Bs * S
+    qkv = T * (nh * hd + 2 * m["kv"] * hd) * 4
+    layer = (2 * T * H + (0 if lora else 2 * T * H) + T * H + T * H + T * H) * 4 + qkv \
+        + 4 * T * I * 4 + 2 * T * 4 + Bs * nh * S * 4 + (7 * T * 8 * 4 if lora else 0)
+    first = layer + 2 * S * hd * 4 - ((T * H * 4 + T * 4) if lora else 0)
+    return first + (L - 1) * layer
+
+
+def static_common(c, m, lora, dt, extra_weights=0):
+    """weights (+ LoRA adapters, rotary buffers) + AdamW states + step counters + Trainer._tr_loss"""
+    P = n_params(m)
+    rope = 2 * (m["hd"] // 2) * 4
+    trainable = n_lora(m) if lora else P
+    W = P * dt + (n_lora(m) * 4 if lora else 0) + rope
+    opt = 2 * trainable * 4 + 4 * n_param_tensors(m, lora)
+    return W + extra_weights + opt + 4, trainable
+
+
+def predict_logits(rec):
+    """ORPO (experimental ORPOTrainer) and SimPO (experimental CPOTrainer, loss_type "simpo"): one concatenated forward
+    of 2 x pairs rows through the whole model, full (rows, S, V) logits (fp32: the model's output under 32-true,
+    accelerate's convert_outputs_to_fp32 copy under bf16 autocast), then selective_log_softmax (CPU: a gather and a
+    per-row logsumexp) and, for ORPO (and CPO with cpo_alpha > 0), a cross-entropy over the chosen rows."""
+    c, meas = rec["config"], rec["measured"]
+    m = shape(rec)
+    L, H, I, V = m["L"], m["H"], m["I"], m["V"]
+    lora = isinstance(c["finetune"], dict)
+    prec = c["precision"]
+    autocast = prec in ("bf16-mixed", "bf16-base-mixed")
+    dt = 2 if prec == "bf16-base-mixed" else 4
+    a = 4 if prec != "bf16-base-mixed" else 2
+    Bs, S = geometry(rec)
+    pairs = Bs // 2
+    T = Bs * S
+    Pl = c["prompt_len"]
+    nll = c["method"] == "orpo" or rec["hf"].get("cpo", {}).get("cpo_alpha", 0) > 0
+    out = {}
+    # static: DPODataCollatorWithPadding keeps prompt_input_ids/attention_mask (pairs, P) and chosen_/rejected_
+    # input_ids, attention_mask, labels (pairs, S), all int64
+    base, trainable = static_common(c, m, lora, dt)
+    static = base + 2 * pairs * Pl * 8 + 6 * pairs * S * 8
+    out["step_start"] = (static, meas["step_start_bytes"])
+
+    logits = T * V * 4                                   # (rows, S, V) fp32, kept (the slice [:, :-1] is saved)
+    M = Bs * (S - 1)                                     # scored positions (every position but the last)
+    inputs = 3 * T * 8                                   # concatenated input_ids, attention_mask, labels (int64)
+    # what the forward keeps until the loss: layers, final norm (input, rsqrt, x*rsqrt when trained), the lm_head
+    # input when lm_head is trained, the embedding's indices when it is trained, the logits
+    if prec == "32-true":
+        A_fwd = layers_fp32(m, Bs, S, lora) + T * H * 4 + T * 4 + (0 if lora else 2 * T * H * 4) + logits
+    else:
+        # bf16 autocast: the layers' saved tensors from the trace (as for DPO), less what the loss saves
+        A_fwd = sum(meas["saved_bytes"].values()) - (M * (8 + 4 + 1) + (pairs * (S - 1) * (V * 4 + 8) + 4
+                                                                          if nll else 0)) - (0 if lora else T * 8)
+    # the loss saves: gather index (int64), per-row logsumexp (fp32), the completion mask (bool); the NLL:
+    # log_softmax output (pairs*(S-1), V) fp32 and its int64 targets
+    A_loss = M * (8 + 4 + 1) + (pairs * (S - 1) * (V * 4 + 8) + 4 if nll else 0)
+    fwd_transient = T * H * a if lora else 0             # frozen lm_head: its input is not saved but alive here
+    if autocast:
+        fwd_transient = T * V * 2                        # the bf16 logits while the fp32 copy is made
+    out["policy_forward"] = (static + inputs + A_fwd + fwd_transient, meas["phase_peak_bytes"]["policy_forward"])
+    # loss: ORPO's NLL makes a contiguous copy of the chosen logits (pairs, S-1, V) then log_softmax (same size);
+    # selective_log_softmax's per-row logsumexp needs one (S-1, V) fp32 temporary
+    loss_tr = 2 * pairs * (S - 1) * V * 4 if nll else (S - 1) * V * 4 + M * 8
+    out["loss"] = (static + inputs + A_fwd + loss_tr, meas["phase_peak_bytes"]["loss"])
+    # backward: the per-row logsumexp gradients (rows x (S-1, V)) and their stacked copy (UnbindBackward's cat),
+    # with everything saved still alive
+    # (of the concatenated inputs only the input_ids survive the forward, saved by a trained embedding)
+    out["backward"] = (static + A_fwd + A_loss + 2 * M * V * 4 + (0 if lora else T * 8),
+                       meas["phase_peak_bytes"]["backward"])
+    out["optimizer"] = (static + trainable * 4, meas["phase_peak_bytes"]["optimizer"])
+    out["peak"] = (max(v[0] for k, v in out.items() if k != "step_start"), meas["peak_allocated_bytes"])
+    return out
+
+
+COLS = ("step_start", "generation", "old_logps", "kl_policy", "reference_kl", "reference", "teacher", "policy_forward",
+        "loss", "backward", "optimizer", "peak")
+
+
+def predict_distill(rec):
+    """DistillationTrainer (trl/trainer/distillation_trainer.py, TRL 1.16.0): every step generates one completion
+    per prompt with the student, then the student backbone (grad) and the teacher backbone (no_grad) run over
+    prompt + completion, and ChunkedDivergenceFunction computes the divergence from both last hidden states and both
+    lm_head weights in (4096 x 32768) fp32 tiles, one per model. The training forward runs outside accelerate's
+    autocast (see README): under bf16-mixed it is the fp32 step."""
+    c, meas = rec["config"], rec["measured"]
+    m = shape(rec)
+    t = dict(rec["config"]["teacher"]["hf_config"])
+    mt = dict(L=t["num_hidden_layers"], H=t["hidden_size"], I=t["intermediate_size"], nh=t["num_attention_heads"],
+              kv=t["num_key_value_heads"], hd=t["head_dim"], V=t["vocab_size"])
+    L, H, I, V = m["L"], m["H"], m["I"], m["V"]
+    Ht, It = mt["H"], mt["I"]
+    lora = isinstance(c["finetune"], dict)
+    prec = c["precision"]
+    dt = 2 if prec == "bf16-base-mixed" else 4
+    a = 4 if prec != "bf16-base-mixed" else 2
+    at = 4                                               # teacher dtype: the checkpoint's (fp32 here)
+    Bs, S = geometry(rec)
+    C = c["completion_len"]
+    T = Bs * S
+    N = Bs * C                                           # positions projected (CPU: every completion position)
+    n = min(N, TOKEN_CHUNK)
+    Vt = min(V, VOCAB_CHUNK)
+    out = {}
+    rope_t = 2 * (mt["hd"] // 2) * 4
+    base, trainable = static_common(c, m, lora, dt, extra_weights=n_params(mt) * at + rope_t)
+    # the buffered generation batch: prompt_ids, prompt_mask, completion_ids, completion_mask (int64),
+    # num_items_in_batch (an int64 scalar)
+    static = base + 2 * T * 8 + 8
+    out["step_start"] = (static, meas["step_start_bytes"])
+    out["generation"] = (static + generation_bytes(m, Bs, c["prompt_len"], C, prec, lora),
+                         meas["phase_peak_bytes"]["generation"])
+    # the student's activations: layers + final norm (input, rsqrt, x*rsqrt when trained); the lm_head is not run
+    if prec == "bf16-base-mixed":
+        raise NotImplementedError
+    A = layers_fp32(m, Bs, S, lora) + T * H * 4 + T * 4 + (0 if lora else T * H * 4)
+    inputs = 2 * T * 8                                   # cat'ed input_ids and attention_mask (int64)
+    last_s = T * H * a                                   # the student's last hidden state (a view keeps it)
+    # frozen embedding and final norm (LoRA): at the final norm the embedding output (still referenced by the
+    # backbone's forward) and the norm's x*rsqrt (not saved) are alive too
+    out["policy_forward"] = (static + inputs + A + last_s + (2 * T * H * a if lora else 0),
+                             meas["phase_peak_bytes"]["policy_forward"])
+    # teacher backbone, no_grad, the student's graph alive: one decoder layer's transients (layer 0: the embedding
+    # output is still referenced by the model's forward), MLP moment: inputs_embeds, residual, attention residual,
+    # post-attention norm output (4 T*Ht) + gate/up outputs, silu and product (3 T*It) + cos/sin
+    teacher_layer = 4 * T * Ht * at + 3 * T * It * at + 2 * S * mt["hd"] * 4
+    out["teacher"] = (static + inputs + A + last_s + teacher_layer, meas["phase_peak_bytes"]["teacher"])
+    # the divergence: both last hidden states alive (views), their (N, H) copies (reshape of a strided slice),
+    # s_buf and t_buf (n x 32768 fp32 each, full width), 9 fp32 N-vectors, the CPU fold's temporaries
+    bufs = 2 * n * VOCAB_CHUNK * 4
+    copies = N * H * 4 + N * Ht * 4
+    vecs = 9 * N * 4
+    jsd = 0.0 < c["beta"] < 1.0                          # generalized JSD: a second pass over the tiles (_jsd_tile)
+    k_fwd = 28 if jsd else 24                            # CPU: bytes of fp32 (n, Vt) temporaries per tile element
+    last_t = T * Ht * at
+    out["loss"] = (static + inputs + A + last_s + last_t + copies + bufs + vecs + k_fwd * n * Vt,
+                   meas["phase_peak_bytes"]["loss"])
+    # backward (the divergence's first): saved = both copies + s_log_z, t_log_z, aux; new: s_buf, t_buf,
+    # grad_hidden (N, H) fp32, grad_weight (V, H) fp32 when lm_head is trained, the CPU fold's temporaries
+    k_bwd = 40 if jsd else 36                            # CPU: _backward_tile's fp32 temporaries per tile element
+    out["backward"] = (static + A + (0 if lora else T * 8) + copies + 3 * N * 4 + bufs + N * H * 4
+                       + (0 if lora else V * H * 4) + k_bwd * n * Vt, meas["phase_peak_bytes"]["backward"])
+    out["optimizer"] = (static + trainable * 4, meas["phase_peak_bytes"]["optimizer"])
     out["peak"] = (max(v[0] for k, v in out.items() if k != "step_start"), meas["peak_allocated_bytes"])
     return out
 
@@ -193,15 +372,16 @@ def main():
     worst = {}
     for line in open(args.jsonl):
         rec = json.loads(line)
-        res = predict(rec)
+        meth = rec["config"]["method"]
+        res = predict_logits(rec) if meth in ("orpo", "simpo") else predict_distill(rec) if meth == "distill" \
+            else predict(rec)
         cells = []
         for k, (p, mm) in res.items():
             r = p / mm - 1
             cells.append("%s %d/%d %+.2f%%" % (k, p, mm, 100 * r))
             worst[k] = max(worst.get(k, 0), abs(r))
         if args.markdown:
-            cols = ("step_start", "generation", "old_logps", "reference", "policy_forward", "backward", "optimizer",
-                    "peak")
+            cols = COLS
             print("| %s | %s |" % (rec["name"], " | ".join(
                 "%+.2f%%" % (100 * (res[k][0] / res[k][1] - 1)) if k in res else "-" for k in cols)))
         else:

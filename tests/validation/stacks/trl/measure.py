@@ -24,6 +24,15 @@ tokenizer, nothing downloaded) with ``DPOTrainer(...).train()`` or ``GRPOTrainer
     build/venv-trl/bin/python tests/validation/stacks/trl/measure.py \\
         --out tests/validation/stacks/trl/measured.jsonl --trace-out tests/validation/stacks/trl/traces.txt
 
+Also (same model, same precision conventions, same phase approach): DPO with loss_type ["ipo"]; ORPO
+(``trl.experimental.orpo.ORPOTrainer``) and SimPO (``trl.experimental.cpo.CPOTrainer``, loss_type "simpo",
+cpo_alpha 0): no reference, full logits, phases policy_forward (the model call) / loss; KTO (``KTOTrainer``, loss
+"kto": KL term): phases kl_policy (``_compute_kl_logps`` with the policy, no_grad), policy_forward, reference_kl
+(``_compute_kl_logps`` with the reference), reference; distillation (``DistillationTrainer``: on-policy, the
+student generates every step; teacher = a 6-layer hidden-384 Llama of the same vocabulary, loaded by path):
+phases generation, scoring, policy_forward / teacher (``_get_last_hidden_state`` with / without grad), loss
+(``ChunkedDivergenceFunction``).
+
 Counting is the method of tests/validation/measure_hf.py (profiler_memory.py): the whole run -- model loading,
 trainer construction, every step -- is profiled with ``torch.profiler.profile(profile_memory=True)``; the
 running sum of c10's CPU allocation events is the exact live-bytes curve.  The measured step runs from the
@@ -110,10 +119,34 @@ PAD, EOS = 0, 1
 CASES = []
 
 
-def _dpo(name, finetune, precision, reference, pairs=2, prompt=64, completion=192, gc="none", vocab=None, steps=3):
+def _dpo(name, finetune, precision, reference, pairs=2, prompt=64, completion=192, gc="none", vocab=None, steps=3,
+         loss="sigmoid"):
     CASES.append(OrderedDict(name=name, method="dpo", finetune=finetune, precision=precision, reference=reference,
                              pairs=pairs, prompt_len=prompt, completion_len=completion, gc=gc, vocab=vocab,
+                             steps=steps, loss=loss))
+
+
+def _pref(name, method, finetune, precision, pairs=2, prompt=64, completion=192, gc="none", steps=3, cpo_alpha=0.0):
+    """ORPO (experimental ORPOTrainer) or SimPO (experimental CPOTrainer, loss_type "simpo"): no reference model."""
+    c = OrderedDict(name=name, method=method, finetune=finetune, precision=precision, reference="none", pairs=pairs,
+                    prompt_len=prompt, completion_len=completion, gc=gc, vocab=None, steps=steps)
+    if method == "simpo":
+        c["cpo_alpha"] = cpo_alpha
+    CASES.append(c)
+
+
+def _kto(name, finetune, precision, reference, examples=4, prompt=64, completion=192, gc="none", steps=3):
+    """KTOTrainer: `examples` unpaired examples per step (half desirable, half undesirable), loss "kto" (KL term)."""
+    CASES.append(OrderedDict(name=name, method="kto", finetune=finetune, precision=precision, reference=reference,
+                             examples=examples, prompt_len=prompt, completion_len=completion, gc=gc, vocab=None,
                              steps=steps))
+
+
+def _distill(name, finetune, precision, sequences=4, prompt=64, completion=64, gc="none", steps=2, beta=1.0):
+    """DistillationTrainer (on-policy: the student generates every step), teacher = TEACHER_HF loaded by path."""
+    CASES.append(OrderedDict(name=name, method="distill", finetune=finetune, precision=precision, reference="none",
+                             sequences=sequences, prompt_len=prompt, completion_len=completion, gc=gc, vocab=None,
+                             steps=steps, beta=beta))
 
 
 def _grpo(name, finetune, precision, num_generations, prompts=2, prompt=32, completion=64, beta=0.04, gc="none",
@@ -146,6 +179,26 @@ _grpo("grpo_full_g4_spg2_fp32", "full", "32-true", 4, steps_per_generation=2, st
 _grpo("grpo_full_g4_fp32_gc", "full", "32-true", 4, gc="nonreentrant")
 _grpo("grpo_lora_g4_fp32", "lora", "32-true", 4)
 _grpo("grpo_lora_g8_bf16base", "lora", "bf16-base-mixed", 8)
+# DPO with the IPO loss (length-normalised log-probs): the same forward path as sigmoid
+_dpo("dpo_ipo_full_ref_fp32", "full", "32-true", "model", loss="ipo")
+# ORPO / SimPO: 2 pairs, prompt 64 + completion 192 (4 sequences of 256 tokens), full logits, no reference
+_pref("orpo_full_fp32", "orpo", "full", "32-true")
+_pref("orpo_lora_fp32", "orpo", "lora", "32-true")
+_pref("simpo_full_fp32", "simpo", "full", "32-true")
+_pref("simpo_full_bf16mixed", "simpo", "full", "bf16-mixed")
+# KTO: 4 examples (2 desirable, 2 undesirable) of prompt 64 + completion 192; KL batch of 4 mismatched sequences
+_kto("kto_full_ref_fp32", "full", "32-true", "model")
+_kto("kto_lora_noadapter_fp32", "lora", "32-true", "base-without-adapters")
+_kto("kto_full_precomputed_fp32", "full", "32-true", "precomputed")
+# Distillation: 4 prompts of 64 tokens, 64 generated tokens each, teacher 6 layers / hidden 384
+_distill("distill_full_fp32", "full", "32-true")
+_distill("distill_full_bf16mixed", "full", "bf16-mixed")
+_distill("distill_lora_fp32", "lora", "32-true")
+_distill("distill_full_jsd_fp32", "full", "32-true", beta=0.5)
+
+# the distillation teacher: a bigger tiny Llama with the same vocabulary and tokenizer
+TEACHER_HF = OrderedDict(HF, num_hidden_layers=6, hidden_size=384, intermediate_size=1152, num_attention_heads=6,
+                         num_key_value_heads=2, head_dim=64)
 
 
 def model_hf(case):
@@ -156,8 +209,17 @@ def model_hf(case):
 
 
 def micro_batch(case):
-    """sequences per forward: DPO 2 x pairs (chosen + rejected concatenated), GRPO per_device_train_batch_size"""
-    return 2 * case["pairs"] if case["method"] == "dpo" else case["prompts"] * case["num_generations"]
+    """sequences per forward: DPO/ORPO/SimPO 2 x pairs (chosen + rejected concatenated), GRPO
+    per_device_train_batch_size, KTO the examples (per forward: target batch and KL batch alike), distillation the
+    sequences"""
+    m = case["method"]
+    if m in ("dpo", "orpo", "simpo"):
+        return 2 * case["pairs"]
+    if m == "kto":
+        return case["examples"]
+    if m == "distill":
+        return case["sequences"]
+    return case["prompts"] * case["num_generations"]
 
 
 def case_config(case):
@@ -165,13 +227,21 @@ def case_config(case):
     beta 0 is reference "none")."""
     cfg = OrderedDict()
     cfg["framework"] = "hf"
-    cfg["method"] = case["method"]
+    cfg["method"] = "ipo" if case["method"] == "dpo" and case.get("loss") == "ipo" else case["method"]
     cfg["reference"] = case["reference"]
-    if case["method"] == "dpo":
+    if case["method"] in ("dpo", "orpo", "simpo"):
         cfg["micro_batch"] = case["pairs"]  # preference pairs; the forward runs 2 x pairs sequences
+    elif case["method"] == "kto":
+        cfg["micro_batch"] = case["examples"]  # unpaired examples (half desirable); each forward runs this many rows
+    elif case["method"] == "distill":
+        cfg["micro_batch"] = case["sequences"]  # prompts, one generated completion each
+        cfg["divergence"] = {0.0: "forward-kl", 1.0: "reverse-kl"}.get(case["beta"], "jsd")  # TRL's beta
+        cfg["teacher_dtype"] = "fp32"  # the checkpoint's dtype: teacher_model_init_kwargs unset -> dtype "auto"
     else:
         cfg["micro_batch"] = micro_batch(case)  # completions per step (per_device_train_batch_size)
         cfg["num_generations"] = case["num_generations"]
+        cfg["steps_per_generation"] = case["steps_per_generation"] or 1
+        cfg["num_iterations"] = case["num_iterations"]
     cfg["prompt_len"] = case["prompt_len"]
     cfg["completion_len"] = case["completion_len"]
     cfg["grad_accum"] = 1
@@ -190,6 +260,9 @@ def case_config(case):
         cfg["finetune"] = "full"
     cfg["model"] = {"hf_config": {k: v for k, v in model_hf(case).items()
                                   if k not in ("pad_token_id", "eos_token_id", "bos_token_id")}}
+    if case["method"] == "distill":
+        cfg["teacher"] = {"hf_config": {k: v for k, v in TEACHER_HF.items()
+                                        if k not in ("pad_token_id", "eos_token_id", "bos_token_id")}}
     return cfg
 
 
@@ -238,6 +311,23 @@ def make_dataset(case):
             "prompt": [words(rng, case["prompt_len"], V) for _ in range(n)],
             "chosen": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)],
             "rejected": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)]})
+    if case["method"] in ("orpo", "simpo"):
+        n = case["pairs"] * (case["steps"] + 1)
+        # ORPO/CPO tokenize prompt + answer and append the EOS id: completion_len - 1 words + EOS
+        return Dataset.from_dict({
+            "prompt": [words(rng, case["prompt_len"], V) for _ in range(n)],
+            "chosen": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)],
+            "rejected": [" " + words(rng, case["completion_len"] - 1, V) for _ in range(n)]})
+    if case["method"] == "kto":
+        n = case["examples"] * (case["steps"] + 1)
+        # KTO appends the EOS *string* when the completion does not end with it: end it with " </s>" ourselves
+        return Dataset.from_dict({
+            "prompt": [words(rng, case["prompt_len"], V) for _ in range(n)],
+            "completion": [" " + words(rng, case["completion_len"] - 1, V) + " </s>" for _ in range(n)],
+            "label": [i % 2 == 0 for i in range(n)]})
+    if case["method"] == "distill":
+        n = case["sequences"] * (case["steps"] + 1)
+        return Dataset.from_dict({"prompt": [words(rng, case["prompt_len"], V) for _ in range(n)]})
     n = case["prompts"] * (case["steps"] + 1) * (case["steps_per_generation"] or 1)
     return Dataset.from_dict({"prompt": [words(rng, case["prompt_len"], V) for _ in range(n)]})
 
@@ -340,7 +430,7 @@ class RunState:
         """The tensors that live across steps: (list of tensors, their total bytes)."""
         t = self.trainer
         ts = []
-        for m in (t.model, t.ref_model if getattr(t, "ref_model", None) is not None else None):
+        for m in (t.model, getattr(t, "ref_model", None), getattr(t, "teacher_model", None)):
             if m is None:
                 continue
             ts += list(m.parameters()) + list(m.buffers()) + [p.grad for p in m.parameters()]
@@ -396,8 +486,13 @@ def install(s):
         return loss
     t.compute_loss = compute_loss
 
-    if case["method"] == "dpo":
-        import trl.trainer.dpo_trainer as mod
+    mod = None
+    if case["method"] in ("dpo", "orpo", "simpo", "kto"):
+        if case["method"] == "dpo":
+            import trl.trainer.dpo_trainer as mod
+        elif case["method"] == "kto":
+            import trl.trainer.kto_trainer as mod
+        s.in_kl = False
 
         def policy_pre(module, args):
             P.push("policy_forward" if torch.is_grad_enabled() else None)
@@ -406,9 +501,27 @@ def install(s):
             P.pop()
         t.model.register_forward_pre_hook(policy_pre)
         t.model.register_forward_hook(policy_post, always_call=True)
-        if t.ref_model is not None:
-            t.ref_model.register_forward_pre_hook(lambda m, a: P.push("reference"))
+        if getattr(t, "ref_model", None) is not None:
+            # KTO: the reference's KL forward sits inside the "reference_kl" range of _compute_kl_logps
+            t.ref_model.register_forward_pre_hook(lambda m, a: P.push(None if s.in_kl else "reference"))
             t.ref_model.register_forward_hook(lambda m, a, o: P.pop(), always_call=True)
+        if case["method"] == "kto":
+            orig_kl = t._compute_kl_logps
+
+            def compute_kl_logps(model, batch):
+                ref = model is t.ref_model or getattr(s, "in_ref_adapter", False)
+                with P.phase("reference_kl" if ref else "kl_policy"):
+                    s.in_kl = True
+                    try:
+                        return orig_kl(model, batch)
+                    finally:
+                        s.in_kl = False
+            t._compute_kl_logps = compute_kl_logps
+    elif case["method"] == "distill":
+        P.wrap(t, "_generate_and_score_completions", "scoring")
+        P.wrap(t, "_generate_single_turn", "generation")
+        # the student's backbone (with grad) and the teacher's (no_grad); the chunked divergence is in "loss"
+        P.wrap(t, "_get_last_hidden_state", lambda *a, **k: "policy_forward" if torch.is_grad_enabled() else "teacher")
     else:
         import trl.trainer.grpo_trainer as mod
         P.wrap(t, "_generate_and_score_completions", "scoring")
@@ -424,12 +537,14 @@ def install(s):
             return "old_logps"
         P.wrap(t, "_get_per_token_logps_and_entropies", logps_phase)
 
+    if mod is None or not hasattr(mod, "use_adapter"):
+        return
     orig_use_adapter = mod.use_adapter
 
     @contextlib.contextmanager
     def use_adapter(model, adapter_name):
         # the reference forward of a PEFT policy: adapters disabled (adapter_name None) or the "ref" adapter
-        with P.phase("reference" if case["method"] == "dpo" else None):
+        with P.phase("reference" if case["method"] in ("dpo", "kto") else None):
             prev = getattr(s, "in_ref_adapter", False)
             s.in_ref_adapter = True
             try:
@@ -441,8 +556,18 @@ def install(s):
 
 
 DPO_PHASES = ("reference", "policy_forward", "loss", "backward", "clip_grad", "optimizer", "after_optimizer")
+PHASES = {
+    "dpo": DPO_PHASES,
+    "orpo": ("policy_forward", "loss", "backward", "clip_grad", "optimizer", "after_optimizer"),
+    "simpo": ("policy_forward", "loss", "backward", "clip_grad", "optimizer", "after_optimizer"),
+    "kto": ("kl_policy", "policy_forward", "reference_kl", "reference", "loss", "backward", "clip_grad", "optimizer",
+            "after_optimizer"),
+    "distill": ("generation", "scoring", "policy_forward", "teacher", "loss", "backward", "clip_grad", "optimizer",
+                "after_optimizer"),
+}
 GRPO_PHASES = ("generation", "scoring", "old_logps", "reference", "reward", "policy_forward", "loss", "backward",
                "clip_grad", "optimizer", "after_optimizer")
+PHASES["grpo"] = GRPO_PHASES
 
 
 def build_trainer(case, path, s):
@@ -465,9 +590,33 @@ def build_trainer(case, path, s):
     ds = make_dataset(case)
     if case["method"] == "dpo":
         from trl import DPOConfig, DPOTrainer
-        args = DPOConfig(per_device_train_batch_size=case["pairs"], max_length=None,
+        args = DPOConfig(per_device_train_batch_size=case["pairs"], max_length=None, loss_type=[case["loss"]],
                          precompute_ref_log_probs=case["reference"] == "precomputed", **common)
         trainer = DPOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config)
+    elif case["method"] in ("orpo", "simpo"):
+        if case["method"] == "orpo":
+            from trl.experimental.orpo import ORPOConfig as Cfg, ORPOTrainer as Tr
+            extra = {}
+        else:
+            from trl.experimental.cpo import CPOConfig as Cfg, CPOTrainer as Tr
+            extra = dict(loss_type="simpo", cpo_alpha=case["cpo_alpha"])
+        args = Cfg(per_device_train_batch_size=case["pairs"], max_length=case["prompt_len"] + case["completion_len"],
+                   **extra, **common)
+        trainer = Tr(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config)
+    elif case["method"] == "kto":
+        from trl import KTOConfig, KTOTrainer
+        args = KTOConfig(per_device_train_batch_size=case["examples"], max_length=None,
+                         precompute_ref_log_probs=case["reference"] == "precomputed", **common)
+        trainer = KTOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config)
+    elif case["method"] == "distill":
+        from trl import DistillationConfig, DistillationTrainer
+        tok.padding_side = "left"
+        args = DistillationConfig(per_device_train_batch_size=case["sequences"],
+                                  max_completion_length=case["completion_len"], beta=case["beta"],
+                                  generation_kwargs={"min_new_tokens": case["completion_len"]}, use_vllm=False,
+                                  log_completions=False, **common)
+        trainer = DistillationTrainer(model=model, teacher_model=s.teacher_dir, args=args, train_dataset=ds,
+                                      processing_class=tok, peft_config=peft_config)
     else:
         from trl import GRPOConfig, GRPOTrainer
         args = GRPOConfig(per_device_train_batch_size=micro_batch(case), num_generations=case["num_generations"],
@@ -501,6 +650,7 @@ def run_case(case, path, trace=True, out=None):
     gc.collect()
     torch.manual_seed(0)
     s = RunState(case)
+    s.teacher_dir = path + "_teacher"
     s.trace = trace and case["gc"] == "none"
     t0 = time.time()
     # the whole run is profiled: a block allocated before the profiler starts has no free event in it
@@ -510,7 +660,7 @@ def run_case(case, path, trace=True, out=None):
             s.tracer = BlockSavedTracer(decoder_layers(trainer.model))
         trainer.train()
     wall = time.time() - t0
-    phases = DPO_PHASES if case["method"] == "dpo" else GRPO_PHASES
+    phases = PHASES[case["method"]]
     tree = prof.profiler.kineto_results.experimental_event_tree()
     allocs = _alloc_nodes(tree)
     step_node = [r for r in _walk(tree) if r.name == "measured_step"][-1]
@@ -538,6 +688,9 @@ def run_case(case, path, trace=True, out=None):
     m["param_bytes"] = param_bytes(model)
     if getattr(trainer, "ref_model", None) is not None:
         m["ref_model_param_bytes"] = sum(_storage(p)[1] for p in trainer.ref_model.parameters())
+    if getattr(trainer, "teacher_model", None) is not None:
+        m["teacher_param_bytes"] = sum(_storage(p)[1] for p in trainer.teacher_model.parameters())
+        m["teacher_dtype"] = str(next(trainer.teacher_model.parameters()).dtype)
     opt = s.opt or trainer.optimizer
     m["optimizer_state_bytes"] = live_tensor_bytes([v for st in opt.state.values() for v in st.values()
                                                     if isinstance(v, torch.Tensor)])
@@ -592,8 +745,15 @@ def print_trace(case, in_step, peak_i, step_start, s, persistent_ptrs, m, phase_
     P("=" * 110)
     desc = "%s %s %s ref=%s gc=%s" % (case["method"], case["finetune"], case["precision"], case["reference"],
                                        case["gc"])
-    if case["method"] == "dpo":
+    if case["method"] in ("dpo", "orpo", "simpo"):
         desc += " pairs=%d prompt=%d completion=%d" % (case["pairs"], case["prompt_len"], case["completion_len"])
+        if case["method"] == "dpo":
+            desc += " loss=%s" % case["loss"]
+    elif case["method"] == "kto":
+        desc += " examples=%d prompt=%d completion=%d" % (case["examples"], case["prompt_len"], case["completion_len"])
+    elif case["method"] == "distill":
+        desc += " sequences=%d prompt=%d completion=%d beta=%g" % (case["sequences"], case["prompt_len"],
+                                                                  case["completion_len"], case["beta"])
     else:
         desc += " G=%d prompts=%d prompt=%d completion=%d beta=%g spg=%s" % (
             case["num_generations"], case["prompts"], case["prompt_len"], case["completion_len"], case["beta"],
@@ -638,6 +798,8 @@ def versions():
 def run_one(case, base_dir, args, tout):
     path = model_dir(base_dir, case)
     save_tiny(path, model_hf(case))
+    if case["method"] == "distill":
+        save_tiny(base_dir + "_teacher", TEACHER_HF)
     m, check, wall = run_case(case, path, trace=not args.no_trace, out=tout)
     if check["profiler_step_start_bytes"] != m["step_start_bytes"] or \
             check["step_net_bytes"] != check["tensor_end_minus_start"]:
@@ -646,16 +808,35 @@ def run_one(case, base_dir, args, tout):
             file=sys.stderr)
     hf = OrderedDict([("model", "from_pretrained(dtype=%s, attn_implementation='sdpa')" % (
         "bf16" if case["precision"] == "bf16-base-mixed" else "fp32")),
-        ("trainer", "DPOTrainer" if case["method"] == "dpo" else "GRPOTrainer"),
+        ("trainer", {"dpo": "DPOTrainer", "grpo": "GRPOTrainer", "orpo": "experimental.orpo.ORPOTrainer",
+                     "simpo": "experimental.cpo.CPOTrainer", "kto": "KTOTrainer",
+                     "distill": "DistillationTrainer"}[case["method"]]),
         ("autocast", case["precision"] in ("bf16-mixed", "bf16-base-mixed")),
         ("gradient_checkpointing", case["gc"])])
     if case["finetune"] == "lora":
         hf["lora"] = dict(LORA, adapter_dtype="fp32 (PEFT autocast_adapter_dtype=True)")
+    toks = "prompt %d + completion %d (EOS included)" % (case["prompt_len"], case["completion_len"])
     if case["method"] == "dpo":
-        hf["dpo"] = {"beta": 0.1, "loss_type": ["sigmoid"], "precompute_ref_log_probs": case["reference"] ==
-                     "precomputed", "sequences_per_forward": micro_batch(case),
-                     "tokens": "prompt %d + completion %d (EOS included)" % (case["prompt_len"],
-                                                                              case["completion_len"])}
+        hf["dpo"] = {"beta": 0.1, "loss_type": [case["loss"]], "precompute_ref_log_probs": case["reference"] ==
+                     "precomputed", "sequences_per_forward": micro_batch(case), "tokens": toks}
+    elif case["method"] == "orpo":
+        hf["orpo"] = {"beta": 0.1, "max_length": case["prompt_len"] + case["completion_len"],
+                      "sequences_per_forward": micro_batch(case), "tokens": toks}
+    elif case["method"] == "simpo":
+        hf["cpo"] = {"loss_type": "simpo", "cpo_alpha": case["cpo_alpha"], "simpo_gamma": 0.5, "beta": 0.1,
+                     "max_length": case["prompt_len"] + case["completion_len"],
+                     "sequences_per_forward": micro_batch(case), "tokens": toks}
+    elif case["method"] == "kto":
+        hf["kto"] = {"beta": 0.1, "loss_type": "kto", "max_length": None, "precompute_ref_log_probs":
+                     case["reference"] == "precomputed", "per_device_train_batch_size": case["examples"],
+                     "labels": "alternating desirable / undesirable", "tokens": toks,
+                     "KL batch": "the same prompts with the completions rotated by one (same lengths here)"}
+    elif case["method"] == "distill":
+        hf["distill"] = {"beta": case["beta"], "temperature": 1.0, "per_device_train_batch_size": case["sequences"],
+                         "max_completion_length": case["completion_len"],
+                         "generation_kwargs": {"min_new_tokens": case["completion_len"]}, "use_vllm": False,
+                         "teacher": "by path (teacher_model_init_kwargs unset)",
+                         "tokens": "prompt %d + generated %d" % (case["prompt_len"], case["completion_len"])}
     else:
         hf["grpo"] = {"beta": case["beta"], "loss_type": "dapo", "num_generations": case["num_generations"],
                       "per_device_train_batch_size": micro_batch(case),

@@ -1,0 +1,28 @@
+#include "training_methods.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+// trl/trainer/{dpo,kto,grpo,distillation}_trainer.py and trl/experimental/{orpo,cpo}/ in TRL 1.16.0; IPO is
+// DPOTrainer's loss_type "ipo", SimPO CPOTrainer's loss_type "simpo" with cpo_alpha 0.
+const MethodTraits kMethods[] = {
+    {TrainingMethod::sft, "Trainer / SFTTrainer", 1, TrlHead::model_loss, false, false, false},
+    {TrainingMethod::dpo, "DPOTrainer", 2, TrlHead::fused_logprob, true, true, false},
+    {TrainingMethod::ipo, "DPOTrainer (loss_type ipo)", 2, TrlHead::fused_logprob, true, true, false},
+    {TrainingMethod::kto, "KTOTrainer", 1, TrlHead::fused_logprob, true, true, false},
+    {TrainingMethod::orpo, "ORPOTrainer", 2, TrlHead::full_logits, false, false, false},
+    {TrainingMethod::simpo, "CPOTrainer (loss_type simpo)", 2, TrlHead::full_logits, false, false, false},
+    {TrainingMethod::grpo, "GRPOTrainer", 1, TrlHead::fused_logprob, true, false, true},
+    {TrainingMethod::distill, "DistillationTrainer", 1, TrlHead::fused_divergence, false, false, true},
+};
+
+}  // namespace
+
+const MethodTraits& method_traits(TrainingMethod m) {
+    for (const MethodTraits& t : kMethods)
+        if (t.method == m) return t;
+    return kMethods[0];
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,163 @@
+// TRL's trainers: their keys, defaults, phases and refusals. The bytes themselves are checked against TRL's own
+// training steps (accuracy_trl_cpu, phases_trl_cpu).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "architecture.hpp"
+#include "config_json.hpp"
+#include "estimate.hpp"
+#include "parsed_config.hpp"
+
+using namespace vramcalc;
+using nlohmann::json;
+
+namespace {
+std::vector<std::string> phase_names(const MemoryEstimate& m) {
+    std::vector<std::string> names;
+    for (const Phase& p : m.phases) names.push_back(p.name);
+    return names;
+}
+const json kLora = {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}};
+}  // namespace
+
+TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
+    const json lora = {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}};
+    json dpo = {{"model", "llama-3-8b"}, {"gpu", "h100-80gb"}, {"method", "dpo"}, {"prompt_len", 512},
+                {"completion_len", 512}, {"micro_batch", 2}, {"finetune", lora}};
+    Config c = parsed(dpo);
+    CHECK(c.reference == Reference::base_without_adapters);  // TRL: a PEFT policy with adapters off
+    CHECK(c.seq_len == 1024);
+    const MemoryEstimate m = estimate_memory(c);
+    std::vector<std::string> names;
+    for (const Phase& p : m.phases) names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{"policy_forward", "reference", "backward", "optimizer_step"});
+    // A full fine-tune's reference is a second model: its weights count again.
+    json full = dpo;
+    full["finetune"] = "full", full["gpus"] = 1;
+    const Config cf = parsed(full);
+    CHECK(cf.reference == Reference::model);
+    json pre = full;
+    pre["reference"] = "precomputed";
+    CHECK(estimate_memory(cf).phases[0].terms.weights - estimate_memory(parsed(pre)).phases[0].terms.weights ==
+          Approx(double(total_params(cf.model)) * 4));
+    // GRPO generates first; a colocated vLLM takes its share of the card instead.
+    json grpo = {{"model", "qwen2.5-7b"}, {"gpu", "h100-80gb"}, {"method", "grpo"}, {"num_generations", 8},
+                 {"micro_batch", 8}, {"prompt_len", 256}, {"completion_len", 1024}, {"finetune", lora}};
+    CHECK(estimate_memory(parsed(grpo)).phases[0].name == "generation");
+    grpo["inference_engine"] = {{"name", "vllm"}, {"gpu_memory_utilization", 0.3}};
+    const MemoryEstimate v = estimate_memory(parsed(grpo));
+    CHECK(v.inference_engine == Approx(0.3 * v.capacity));
+    CHECK(v.phases[0].name == "old_logps");  // vLLM's sampling log-probs need the policy's own
+    // Sleep mode frees vLLM's share after each generation: it meets the model states, not the backward's peak.
+    grpo["inference_engine"] = {{"name", "vllm"}, {"gpu_memory_utilization", 0.3}, {"sleep_mode", true}};
+    const MemoryEstimate asleep = estimate_memory(parsed(grpo));
+    CHECK(asleep.phases[0].name == "generation");
+    CHECK(asleep.total < v.total);
+    CHECK(asleep.total == Approx(std::max(asleep.peak_reserved, asleep.phases[0].terms.sum() + 0.3 * asleep.capacity))
+                              .epsilon(0.02) .margin(asleep.cuda_context + 1e9));
+    // A vLLM server generates on other GPUs: no share here, old log-probs still scored.
+    grpo["inference_engine"] = {{"name", "vllm"}, {"mode", "server"}};
+    const MemoryEstimate server = estimate_memory(parsed(grpo));
+    CHECK(server.inference_engine == 0);
+    CHECK(server.phases[0].name == "old_logps");
+    // TRL generates steps_per_generation (default: grad_accum) micro-batches' completions at once: the KV cache
+    // grows with it; misaligned with the optimizer step, the policy's old log-probs are scored too.
+    grpo["inference_engine"] = "none";
+    const MemoryEstimate g1 = estimate_memory(parsed(grpo));
+    grpo["grad_accum"] = 4;
+    const MemoryEstimate g4 = estimate_memory(parsed(grpo));
+    CHECK(g4.phases[0].terms.activations > 3 * g1.phases[0].terms.activations);
+    CHECK(g4.phases[1].name == "policy_forward");
+    grpo["steps_per_generation"] = 8;
+    CHECK(estimate_memory(parsed(grpo)).phases[1].name == "old_logps");
+    // Refusals name their field.
+    const std::pair<json, const char*> bad[] = {
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"completion_len", 8}}, "prompt_len"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"reference", "base-without-adapters"}}, "reference"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 6}, {"num_generations", 4}}, "num_generations"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "fsdp"}, {"gpus", 2}}, "method"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"seq_len", 99}}, "seq_len"},
+        {{{"model", "llama-3-8b"}, {"inference_engine", {{"name", "vllm"}}}}, "inference_engine"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 16777216}, {"completion_len", 16777216}}, "completion_len"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "sglang"}}}}, "inference_engine.name"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", 3}}, "inference_engine"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "remote"}}}}, "inference_engine.mode"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "server"}, {"gpu_memory_utilization", 0.3}}}}, "inference_engine.gpu_memory_utilization"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 2}, {"num_generations", 4}, {"steps_per_generation", 1}}, "num_generations"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"inference_engine", {{"name", "vllm"}, {"mode", "server"}, {"sleep_mode", true}}}}, "inference_engine.sleep_mode"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"num_iterations", 2}}, "num_iterations"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"steps_per_generation", 0}}, "steps_per_generation"},
+    };
+    for (const auto& [j, field] : bad) {
+        const ParsedConfig p = parse_config(j);
+        INFO(j.dump());
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == field);
+    }
+}
+
+TEST_CASE("IPO, KTO, ORPO, SimPO and distillation: each trainer's passes, defaults and refusals") {
+    const json base = {{"model", "llama-3-8b"}, {"gpu", "h100-80gb"}, {"prompt_len", 512}, {"completion_len", 512},
+                       {"micro_batch", 2}, {"finetune", kLora}};
+    auto with = [&](json patch) { json j = base; j.update(patch); return j; };
+    // IPO is DPOTrainer's loss: the same memory as DPO.
+    const MemoryEstimate dpo = estimate_memory(parsed(with({{"method", "dpo"}})));
+    const MemoryEstimate ipo = estimate_memory(parsed(with({{"method", "ipo"}})));
+    CHECK(ipo.total == dpo.total);
+    // KTO: the KL completions through the policy first, then the reference twice with the policy's graph alive;
+    // a micro-batch counts examples (DPO's, pairs of two rows).
+    const Config kto = parsed(with({{"method", "kto"}}));
+    CHECK(kto.reference == Reference::base_without_adapters);
+    CHECK(phase_names(estimate_memory(kto)) ==
+          std::vector<std::string>{"kl_policy", "policy_forward", "reference_kl", "reference", "backward", "optimizer_step"});
+    CHECK(phase_names(estimate_memory(parsed(with({{"method", "kto"}, {"reference", "precomputed"}})))) ==
+          std::vector<std::string>{"kl_policy", "policy_forward", "backward", "optimizer_step"});
+    CHECK(estimate_memory(kto).peak_allocated < dpo.peak_allocated);
+    // ORPO and SimPO: no reference; whole fp32 logits, so a 128k vocabulary costs more than DPO's fused head.
+    const MemoryEstimate orpo = estimate_memory(parsed(with({{"method", "orpo"}})));
+    CHECK(phase_names(orpo) == std::vector<std::string>{"policy_forward", "loss", "backward", "optimizer_step"});
+    CHECK(orpo.at_peak().logits > 2.0 * 2 * 2 * 1023 * 128256 * 4);
+    CHECK(orpo.peak_allocated > dpo.peak_allocated);
+    const MemoryEstimate simpo = estimate_memory(parsed(with({{"method", "simpo"}})));
+    CHECK(simpo.peak_allocated < orpo.peak_allocated);  // no NLL over the chosen rows
+    // Distillation: the teacher's weights in its dtype, generation, the teacher's forward, the divergence head.
+    json distill = with({{"method", "distill"}, {"teacher", "llama-3-70b"}});
+    const Config cd = parsed(distill);
+    CHECK(cd.teacher.layers == 80);
+    CHECK(cd.teacher_dtype == Dtype::bf16);
+    CHECK(cd.divergence == Divergence::reverse_kl);
+    const MemoryEstimate md = estimate_memory(cd);
+    CHECK(phase_names(md) == std::vector<std::string>{"generation", "policy_forward", "teacher", "loss", "backward", "optimizer_step"});
+    distill["teacher_dtype"] = "fp32";
+    const MemoryEstimate fp32_teacher = estimate_memory(parsed(distill));
+    CHECK(fp32_teacher.at_peak().weights - md.at_peak().weights == Approx(2.0 * double(total_params(cd.teacher))));
+    // The echo reads back as the same configuration.
+    const json echoed = config_to_json(cd);
+    CHECK(echoed["teacher"] == "llama-3-70b");
+    CHECK(echoed["divergence"] == "reverse-kl");
+    CHECK(parse_config(echoed).ok());
+    const std::pair<json, const char*> bad[] = {
+        {with({{"method", "orpo"}, {"reference", "model"}}), "reference"},
+        {with({{"method", "simpo"}, {"reference", "precomputed"}}), "reference"},
+        {with({{"method", "kto"}, {"reference", "none"}}), "reference"},
+        {with({{"method", "distill"}}), "teacher"},
+        {with({{"method", "distill"}, {"teacher", "gpt-2"}}), "teacher"},
+        {with({{"method", "distill"}, {"teacher", "qwen2.5-7b"}}), "teacher"},  // another vocabulary
+        {with({{"method", "distill"}, {"teacher", "llama-3-70b"}, {"teacher_dtype", "int8"}}), "teacher_dtype"},
+        {with({{"method", "distill"}, {"teacher", "llama-3-70b"}, {"divergence", "kl"}}), "divergence"},
+        {with({{"method", "dpo"}, {"teacher", "llama-3-70b"}}), "teacher"},
+        {with({{"method", "dpo"}, {"divergence", "jsd"}}), "divergence"},
+        {with({{"method", "distill"}, {"teacher", {{"hf_config", {{"model_type", "llama"}}}}}}), "teacher.hf_config.num_hidden_layers"},
+    };
+    for (const auto& [j, field] : bad) {
+        const ParsedConfig p = parse_config(j);
+        INFO(j.dump());
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == field);
+    }
+}
