@@ -24,7 +24,10 @@ const PHASES = {
   generation: 'Generation (GRPO): in the training process, the prefill, then the KV cache of every completion at its longest; with vLLM in sleep mode, the model states next to the woken engine.',
   reference: 'Reference scoring: a no-grad forward for the reference log-probabilities (DPO: the policy’s graph is alive).',
   old_logps: 'Old log-probabilities: a no-grad forward of the policy over the completions (always with vLLM; in-process when generations serve several updates).',
-  policy_forward: 'Policy forward: every saved activation and TRL’s fused LM head (no whole logits).',
+  policy_forward: 'Policy forward: every saved activation and TRL’s head (fused: no whole logits; ORPO and SimPO: whole fp32 logits).',
+  kl_policy: 'KL pass (KTO): a no-grad forward of the policy over the mismatched completions, before its own forward.',
+  reference_kl: 'Reference KL pass (KTO): the reference over the mismatched completions, the policy’s graph alive.',
+  teacher: 'Teacher forward (distillation): the frozen teacher’s no-grad pass, the student’s graph alive.',
 };
 // Suggestions that save less than this are not listed (a change nobody would make for 11 MiB).
 export const MIN_SAVING = 0.05 * 2 ** 30;

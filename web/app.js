@@ -75,7 +75,8 @@ function buildControl(f) {
     case 'targets': {
       return h('div', { id, class: 'targets', role: 'group', 'aria-describedby': describedBy, 'aria-label': f.label });
     }
-    case 'text': return h('input', { ...common, type: 'text', maxlength: f.maxlength || 60, autocomplete: 'off', spellcheck: 'false' });
+    case 'text': return h('input', { ...common, type: 'text', maxlength: f.maxlength || 60, autocomplete: 'off', spellcheck: 'false',
+      ...(f.list ? { list: f.list } : {}) });
     case 'number': return h('input', { ...common, type: 'text', inputmode: 'decimal', autocomplete: 'off' });
     default: return h('input', { ...common, type: 'text', inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false' });
   }

@@ -1,9 +1,13 @@
 // The form's fields: labels, groups, when each is shown, and the ids of their controls and messages.
-import { CHOICES, ARCH_KEYS, DEFAULTS } from './params.js';
+import { CHOICES, ARCH_KEYS, DEFAULTS, REFERENCE_METHODS } from './params.js';
 
 export const LABELS = {
   framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
-  method: { sft: 'Supervised (fine-tuning or pre-training)', dpo: 'DPO (TRL DPOTrainer)', grpo: 'GRPO (TRL GRPOTrainer)' },
+  method: { sft: 'Supervised (fine-tuning or pre-training)', dpo: 'DPO (TRL DPOTrainer)', ipo: 'IPO (DPOTrainer, loss ipo)',
+    kto: 'KTO (TRL KTOTrainer)', orpo: 'ORPO (TRL ORPOTrainer)', simpo: 'SimPO (TRL CPOTrainer, loss simpo)',
+    grpo: 'GRPO (TRL GRPOTrainer)', distill: 'On-policy distillation (TRL DistillationTrainer)' },
+  teacher_dtype: { bf16: 'bf16 (the checkpoint’s usual dtype)', fp16: 'fp16', fp32: 'fp32' },
+  divergence: { 'reverse-kl': 'Reverse KL (TRL’s default, beta 1)', 'forward-kl': 'Forward KL (beta 0)', jsd: 'Generalized JSD (0 < beta < 1)' },
   vllm: { none: 'In the training process (transformers generate)', colocate: 'vLLM colocated on the training GPUs',
     server: 'vLLM server on other GPUs' },
   reference: { default: 'TRL’s default', model: 'A second model', 'base-without-adapters': 'The policy with adapters off',
@@ -75,6 +79,8 @@ const multi = (s) => s.strategy !== 'single';
 const untimed = (s) => !(Number(s.train_tokens) > 0);
 const trl = (s) => s.method !== 'sft';
 const grpo = (s) => s.method === 'grpo';
+const distill = (s) => s.method === 'distill';
+const referenced = (s) => REFERENCE_METHODS.includes(s.method);
 const colocated = (s) => grpo(s) && s.vllm === 'colocate';
 export const GROUPS = [
   { title: 'Training stack', fields: [
@@ -85,11 +91,16 @@ export const GROUPS = [
   ] },
   { title: 'Training method', fields: [
     { key: 'method', label: 'Method', kind: 'select',
-      hint: 'DPO and GRPO as TRL 1.16 runs them (one GPU or DDP): a reference model or the policy with adapters off, generation, and TRL’s fused LM head.' },
-    { key: 'reference', label: 'Reference log-probabilities', kind: 'select', show: trl },
+      hint: 'TRL 1.16’s trainers (one GPU or DDP), each measured: the reference model or the policy with adapters off, generation, the teacher, and the head that scores the tokens.' },
+    { key: 'reference', label: 'Reference log-probabilities', kind: 'select', show: referenced },
+    { key: 'teacher', label: 'Teacher model', kind: 'text', maxlength: 512, list: 'model-list', show: distill,
+      hint: 'A preset or a Hugging Face id of the catalog, with the student’s vocabulary.' },
+    { key: 'teacher_dtype', label: 'Teacher dtype', kind: 'select', show: distill,
+      hint: 'TRL loads the teacher in its checkpoint’s dtype (teacher_model_init_kwargs to change it).' },
+    { key: 'divergence', label: 'Divergence', kind: 'select', show: distill },
     { key: 'prompt_len', label: 'Prompt tokens', kind: 'int', show: trl },
     { key: 'completion_len', label: 'Completion tokens', kind: 'int', show: trl,
-      hint: 'The sequence is prompt + completion; DPO’s chosen and rejected each.' },
+      hint: 'The sequence is prompt + completion; a pair’s chosen and rejected each (DPO, IPO, ORPO, SimPO).' },
     { key: 'num_generations', label: 'Generations per prompt', kind: 'int', show: grpo,
       hint: 'Must divide the completions of a step (the micro-batch counts completions under GRPO).' },
     { key: 'vllm', label: 'Generation', kind: 'select', show: grpo },
@@ -122,7 +133,8 @@ export const GROUPS = [
   ] },
   { title: 'Batch', fields: [
     { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int', show: (s) => !trl(s) },
-    { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int' },
+    { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int',
+      hint: 'Under TRL’s trainers it counts pairs (DPO, IPO, ORPO, SimPO), examples (KTO), completions (GRPO) or prompts (distillation).' },
     { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
       hint: 'Micro-batches per optimizer step: multiplies the global batch. Above 1, earlier micro-batches’ gradients stay live through the next forward (unless allocated up front, as DeepSpeed and Megatron do), FSDP’s no_sync accumulation keeps every layer’s unsharded gradient, and a pipeline keeps more micro-batches in flight (GPipe: all).' },
     { key: 'longest_batch_first', label: 'Longest batch comes first', kind: 'tristate',

@@ -10,7 +10,9 @@ export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './
 
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
-  method: ['sft', 'dpo', 'grpo'],
+  method: ['sft', 'dpo', 'ipo', 'kto', 'orpo', 'simpo', 'grpo', 'distill'],
+  teacher_dtype: ['bf16', 'fp16', 'fp32'],
+  divergence: ['reverse-kl', 'forward-kl', 'jsd'],
   vllm: ['none', 'colocate', 'server'],
   reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed', 'fp8'],
@@ -92,7 +94,9 @@ export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epo
 export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
 // TRL's trainers (core/preference_phases.cpp): their keys, sent only with method dpo or grpo.
 export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm', 'vllm_share', 'vllm_sleep',
-  'steps_per_generation', 'num_iterations'];
+  'steps_per_generation', 'num_iterations', 'teacher', 'teacher_dtype', 'divergence'];
+// The trainers that take reference log-probabilities (core/training_methods.cpp).
+export const REFERENCE_METHODS = ['dpo', 'ipo', 'kto', 'grpo'];
 export const BOOLS = ['vllm_sleep', 'sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
@@ -123,7 +127,7 @@ export const DEFAULTS = {
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
   gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
   fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm: 'none', vllm_share: 0.3,
-  vllm_sleep: false, steps_per_generation: 0, num_iterations: 1,
+  vllm_sleep: false, steps_per_generation: 0, num_iterations: 1, teacher: '', teacher_dtype: 'bf16', divergence: 'reverse-kl',
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -268,7 +272,12 @@ export function toConfig(s) {
     c.method = s.method;
     c.prompt_len = s.prompt_len;
     c.completion_len = s.completion_len;
-    if (s.reference !== 'default') c.reference = s.reference;
+    if (s.reference !== 'default' && REFERENCE_METHODS.includes(s.method)) c.reference = s.reference;
+    if (s.method === 'distill') {
+      if (s.teacher !== '') c.teacher = s.teacher;  // else the core's "is required", next to the field
+      c.teacher_dtype = s.teacher_dtype;
+      c.divergence = s.divergence;
+    }
     if (s.method === 'grpo') {
       c.num_generations = s.num_generations;
       if (s.vllm === 'colocate') {
@@ -562,6 +571,12 @@ function readScalar(key, text, bad, ids = {}) {
   if (key in CHOICES) {
     if (CHOICES[key].includes(text)) return text;
     bad(key, `must be one of ${CHOICES[key].join(', ')}`);
+    return undefined;
+  }
+  if (key === 'teacher') {
+    const id = resolveModel(text, ids.models);
+    if (id) return id;
+    bad(key, 'must be a preset id or a Hugging Face id of the catalog');
     return undefined;
   }
   if (key === 'gpu') {

@@ -358,6 +358,43 @@ test('DPO and GRPO: the method fields, their phases and the vLLM share, as the C
   await context.close();
 });
 
+test('KTO, ORPO, SimPO and distillation: their fields and phases as the CLI estimates them; a bad teacher is reported', async () => {
+  const { page, context, log } = await open('?model=llama-3-8b&gpu=h100-80gb&finetune=lora&method=distill&teacher=llama-3-70b&prompt_len=256&completion_len=512&micro_batch=2',
+    { viewport: { width: 1400, height: 1000 } });
+  const distill = JSON.parse(await shownConfig(page));
+  assert.equal(distill.teacher, 'llama-3-70b');
+  assert.equal(distill.teacher_dtype, 'bf16');
+  assert.equal(distill.divergence, 'reverse-kl');
+  assert.equal(distill.reference, undefined, 'no reference for distillation');
+  assert.ok(!(await page.isVisible('#f-reference')));
+  const cli_ = run('estimate', distill);
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(cli_.total_bytes));
+  const phases = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
+  for (const name of ['generation', 'policy forward', 'teacher', 'loss', 'backward'])
+    assert.ok(phases.some((t) => t.startsWith(name)), `phase ${name} shown: ${phases}`);
+  // Without a teacher, the core's message sits next to the field.
+  await page.fill('#f-teacher', '');
+  await page.dispatchEvent('#f-teacher', 'change');
+  await page.waitForFunction(() => document.querySelector('#e-teacher') && document.querySelector('#e-teacher').textContent.includes('required'));
+  for (const [method, names] of [['kto', ['kl policy', 'policy forward', 'reference kl', 'reference']],
+    ['orpo', ['policy forward', 'loss', 'backward']], ['simpo', ['policy forward', 'loss', 'backward']]]) {
+    await page.goto(server.url + `?model=llama-3-8b&gpu=h100-80gb&finetune=lora&method=${method}&prompt_len=256&completion_len=512&micro_batch=2`);
+    await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+    const config = JSON.parse(await shownConfig(page));
+    assert.equal(config.method, method);
+    assert.equal(await page.getAttribute('#total', 'data-bytes'), String(run('estimate', config).total_bytes));
+    const shown = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
+    for (const name of names) assert.ok(shown.some((t) => t.startsWith(name)), `${method}: phase ${name} shown: ${shown}`);
+  }
+  // A teacher that is not a model of the catalog is reported and ignored, as text.
+  await page.goto(server.url + '?model=llama-3-8b&method=distill&teacher=%3Cimg%20src%3Dx%3E&prompt_len=8&completion_len=8');
+  await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
+  assert.match(await page.textContent('#link-problems'), /teacher/);
+  assert.equal(await page.$$eval('#link-problems img', (els) => els.length), 0);
+  await clean(page, log);
+  await context.close();
+});
+
 test('fp8: torchao recipes on GPUs with FP8 tensor cores, a message next to the field on others', async () => {
   const { page, context, log } = await open('?model=llama-3-8b&gpu=h100-80gb&precision=fp8&fp8_recipe=torchao-rowwise');
   const config = JSON.parse(await shownConfig(page));
