@@ -496,7 +496,7 @@ Report make_report(const Config& c) {
     if (c.fp8_recipe != Fp8Recipe::none)
         warn("fp8 (torchao Float8Linear): the linears save their bf16 inputs and weights for backward and cast to float8 "
              "inside each matmul, so activations stay as in bf16 and only the transient float8 copies are added; the "
-             "step time uses the bf16 peak");
+             "step time runs the layers' projections at the float8 peak (attention and lm_head in bf16)");
     if (c.method != TrainingMethod::sft)
         warn("step time: modelled for supervised training; TRL's generation and scoring passes are not timed");
     else if (!r.time.known && c.device == Device::cuda)

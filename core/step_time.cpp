@@ -29,6 +29,9 @@ constexpr double kMatmulFraction = 0.65;
 constexpr double kAttentionFraction = 0.44;
 constexpr double kHopperAttentionFraction = 0.20;
 constexpr double kBandwidthFraction = 0.29;
+// Of the float8 dense peak (twice the 16-bit one on every FP8 part: NVIDIA H100/H200/B200 and Ada, AMD MI300X
+// datasheets), fitted on the bf16-to-float8 speedups of the calibration pairs (evaluate.py --float8).
+constexpr double kFloat8MatmulFraction = 0.52;
 
 // Parameters one token's forward multiplies by, per layer and in lm_head: every projection, only the routed
 // experts a token visits (MoE), and the output projection.
@@ -56,6 +59,7 @@ double attention_flops_per_token(const Config& c) {
 struct TokenFlops {
     double layers_forward = 0, head_forward = 0, backward = 0, recompute = 0;
     double attention_forward = 0, attention_backward = 0, attention_recompute = 0;  // the parts attention runs
+    double float8_forward = 0, float8_backward = 0, float8_recompute = 0;           // the parts float8 GEMMs run
     double total() const { return layers_forward + head_forward + backward + recompute; }
 };
 
@@ -74,14 +78,19 @@ TokenFlops token_flops(const Config& c, bool executed) {
     f.head_forward = head;
     f.backward = (matmuls + head) * (full ? 2 : 1) + 2 * attention + 2 * adapters;
     f.attention_forward = attention, f.attention_backward = 2 * attention;
+    // FP8 training converts the layers' projections (torchao's convert_to_float8_training as torchtitan filters
+    // it, Transformer Engine's layers): their forward and both backward GEMMs; attention and lm_head stay 16-bit.
+    const bool float8 = c.fp8_recipe != Fp8Recipe::none;
+    if (float8) f.float8_forward = matmuls, f.float8_backward = matmuls * (full ? 2 : 1);
     if (!executed) return f;
     switch (c.checkpointing) {
         case Checkpointing::full:
             f.recompute = f.layers_forward / double(c.checkpoint_every);
             f.attention_recompute = attention / double(c.checkpoint_every);
+            f.float8_recompute = f.float8_forward / double(c.checkpoint_every);
             break;
         case Checkpointing::selective: f.recompute = f.attention_recompute = attention; break;
-        case Checkpointing::selective_op: f.recompute = 0.5 * matmuls; break;
+        case Checkpointing::selective_op: f.recompute = 0.5 * matmuls, f.float8_recompute = 0.5 * f.float8_forward; break;
         case Checkpointing::none: break;
     }
     return f;
@@ -201,18 +210,21 @@ StepTime estimate_step_time(const Config& c) {
     const double m = double(c.grad_accum);
     const double flops_scale = tokens(c) / double(c.tp * c.pp);
     const double matmul_rate = peak * kMatmulFraction, attention_rate = peak * attention_fraction(c);
+    const double float8_rate = 2 * peak * kFloat8MatmulFraction;
     const double bandwidth = c.gpu.bandwidth_gbps * kGiga * kBandwidthFraction;
-    auto seconds = [&](double flops, double attention, double bytes) {
-        const double mm = flops_scale * (flops - attention) / matmul_rate, at = flops_scale * attention / attention_rate;
+    auto seconds = [&](double flops, double attention, double bytes, double float8) {
+        const double mm = flops_scale * ((flops - attention - float8) / matmul_rate + float8 / float8_rate);
+        const double at = flops_scale * attention / attention_rate;
         const double mem = bandwidth > 0 ? bytes / bandwidth : 0;
         t.matmul += m * mm, t.attention += m * at, t.memory += m * mem;
         return mm + at + mem;
     };
     const double traffic = layer_traffic_bytes(c), logits = logits_forward_peak_bytes(c);
     const double recomputed = c.checkpointing == Checkpointing::full ? traffic / double(c.checkpoint_every) : 0;
-    t.forward = m * seconds(f.layers_forward, f.attention_forward, traffic);
-    t.loss = m * seconds(f.head_forward, 0, 3 * logits);
-    t.backward = m * seconds(f.backward + f.recompute, f.attention_backward + f.attention_recompute, 2 * traffic + recomputed);
+    t.forward = m * seconds(f.layers_forward, f.attention_forward, traffic, f.float8_forward);
+    t.loss = m * seconds(f.head_forward, 0, 3 * logits, 0);
+    t.backward = m * seconds(f.backward + f.recompute, f.attention_backward + f.attention_recompute, 2 * traffic + recomputed,
+                             f.float8_backward + f.float8_recompute);
     const double compute = t.compute = t.forward + t.loss + t.backward;
     // The pipeline bubble: (p-1)/(v·m) of the ideal time (Narayanan et al. 2021 §2.2).
     if (c.pp > 1)

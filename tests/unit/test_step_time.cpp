@@ -109,3 +109,16 @@ TEST_CASE("suggestions that fit come first, the fastest first") {
         }
     }
 }
+
+TEST_CASE("fp8: the layers' projections at the float8 peak; attention and the loss stay 16-bit") {
+    json j = {{"model", "llama-3-8b"}, {"gpu", "h100-80gb"}, {"strategy", "fsdp"}, {"gpus", 8}, {"fsdp_version", 2},
+              {"seq_len", 8192}};
+    const StepTime bf16 = estimate_step_time(parsed(j));
+    j["precision"] = "fp8";
+    const StepTime fp8 = estimate_step_time(parsed(j));
+    CHECK(fp8.matmul < bf16.matmul);
+    CHECK(fp8.matmul > 0.5 * bf16.matmul);  // lm_head's matmuls keep the bf16 rate
+    CHECK(fp8.attention == Approx(bf16.attention));
+    CHECK(fp8.loss == Approx(bf16.loss));
+    CHECK(fp8.model_flops_per_token == Approx(bf16.model_flops_per_token));  // MFU keeps the bf16 convention
+}

@@ -4,6 +4,7 @@
     python3 tests/validation/throughput/evaluate.py [--cli PATH] [--markdown]   # every row, and the summary
     python3 tests/validation/throughput/evaluate.py --check                     # the goal (ctest throughput_goal)
     python3 tests/validation/throughput/evaluate.py --fit                       # refit on the calibration rows
+    python3 tests/validation/throughput/evaluate.py --float8 [--check]          # bf16 -> float8 speedups
 
 The goal (issue 13): median |error| of tokens_per_s_per_gpu <= 15 % over the test rows whose setup is fully known.
 --fit searches the four achieved fractions of core/step_time.cpp on the fully-known calibration rows only, by
@@ -42,6 +43,35 @@ def compiled_constants():
 
 
 HOPPER = ("h100", "h200", "b200")
+
+# The same source's bf16 and float8 (torchao tensorwise) runs of one setup; the split is the float8 row's.
+# kFloat8MatmulFraction is fitted on the calibration pairs' speedups; the check: median |error| <= GOAL on the test
+# pairs. The 405B pair is estimated communication-bound (its network is assumed), so float8 changes nothing there.
+FLOAT8_PAIRS = (
+    ("titan-atp-70b-bf16-vanilla-tp", "titan-atp-70b-float8tw-vanilla-tp"),
+    ("titan-atp-8b-bf16-vanilla-tp", "titan-atp-8b-float8tw-vanilla-tp"),
+    ("titan-gt-t1-8b-fsdp-compile", "titan-gt-t1-8b-fsdp-compile-float8"),
+    ("titan-atp-70b-bf16-async-tp", "titan-atp-70b-float8tw-async-tp"),
+    ("titan-atp-8b-bf16-async-tp", "titan-atp-8b-float8tw-async-tp"),
+    ("titan-gt-t3-8b-fsdp-compile-128", "titan-gt-t3-8b-fsdp-compile-float8-128"),
+    ("titan-405b-h100-2d-bf16", "titan-405b-h100-2d-float8"),
+)
+
+
+def float8_speedups(cases, check):
+    by_id = {c["id"]: c for c in cases}
+    errs = {"calibration": [], "test": []}
+    print("%-42s %-11s %9s %9s %8s" % ("float8 row", "split", "published", "estimated", "error%"))
+    for bf16, fp8 in FLOAT8_PAIRS:
+        b, f = by_id[bf16], by_id[fp8]
+        published = f["row"]["tokens_per_s_per_gpu"] / b["row"]["tokens_per_s_per_gpu"]
+        estimated = f["est"]["tokens_per_s_per_gpu"] / b["est"]["tokens_per_s_per_gpu"]
+        e = 100.0 * (estimated - published) / published
+        errs[f["row"]["split"]].append(abs(e))
+        print("%-42s %-11s %8.3fx %8.3fx %+8.1f" % (fp8, f["row"]["split"], published, estimated, e))
+    for split, v in errs.items():
+        print("%s pairs: %d, median |error| of the speedup %.1f%%, max %.1f%%" % (split, len(v), statistics.median(v), max(v)))
+    return 0 if not check or statistics.median(errs["test"]) <= GOAL else 1
 
 
 def load(cli):
@@ -94,8 +124,11 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--float8", action="store_true")
     args = ap.parse_args()
     cases = load(find_cli(args.cli))
+    if args.float8:
+        return float8_speedups(cases, args.check)
     k0 = compiled_constants()
     if args.fit:
         calib = scored(cases, "calibration")
