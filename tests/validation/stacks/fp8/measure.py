@@ -75,9 +75,8 @@ class OneLinear(nn.Module):
         return self.lin(x)
 
 
-def _case(name, model, weights, recipe=None, autocast=False, note="", compile=False):
-    return dict(name=name, model=model, weights=weights, recipe=recipe, autocast=autocast, note=note,
-                compile=compile)
+def _case(name, model, weights, recipe=None, autocast=False, note=""):
+    return dict(name=name, model=model, weights=weights, recipe=recipe, autocast=autocast, note=note)
 
 
 CASES = [
@@ -93,12 +92,6 @@ CASES = [
           note="CPU artifact: Float8Linear.forward casts its input to torch.get_autocast_gpu_dtype() only when "
                "torch.is_autocast_enabled() (the CUDA autocast) is on; under CPU autocast its input stays fp32, "
                "so the saved input is fp32 here, bf16 on CUDA."),
-    _case("mlp4-bf16-compiled", "mlp", "bf16", compile=True,
-          note="torch.compile(model) (inductor, CPU); no saved-tensor or per-linear tracing"),
-    _case("mlp4-fp8-tensorwise-compiled", "mlp", "bf16", "tensorwise", compile=True,
-          note="torch.compile(model) (inductor, CPU); no saved-tensor or per-linear tracing"),
-    _case("mlp4-fp8-rowwise-compiled", "mlp", "bf16", "rowwise", compile=True,
-          note="torch.compile(model) (inductor, CPU); no saved-tensor or per-linear tracing"),
 ]
 
 
@@ -114,8 +107,6 @@ def build(case):
         from torchao.float8 import convert_to_float8_training, Float8LinearConfig
         cfg = Float8LinearConfig.from_recipe_name(case["recipe"])
         convert_to_float8_training(model, config=cfg)
-    if case.get("compile"):
-        model = torch.compile(model)
     return model
 
 
@@ -239,8 +230,8 @@ def run_case(case, steps=3):
             if last:
                 pers = persistent_tensors(model, opt, batch)
                 step_start = live_tensor_bytes(pers)
-                tracer = LinearTracer(model) if not case["compile"] else None
-            hooks = tracer.hooks() if (last and tracer is not None) else contextlib.nullcontext()
+                tracer = LinearTracer(model)
+            hooks = tracer.hooks() if last else contextlib.nullcontext()
             ac = torch.autocast("cpu", dtype=torch.bfloat16) if case["autocast"] else contextlib.nullcontext()
             with record_function("step%d" % i):
                 with hooks:
@@ -314,7 +305,6 @@ def main():
                                                    ("batch", BATCH), ("seq", SEQ), ("weights", case["weights"]),
                                                    ("float8_recipe", case["recipe"]),
                                                    ("autocast_bf16", case["autocast"]),
-                                                   ("torch_compile", case["compile"]),
                                                    ("optimizer", "torch.optim.AdamW(foreach=False)")])),
                            ("measured", measured), ("check", check), ("saved_for_backward", saved),
                            ("versions", versions)])

@@ -108,10 +108,7 @@ def predict(rec):
     def nograd_layer_peak(B):
         # no-grad backbone with output_hidden_states: the hidden-states tuple (embedding + L-1 layer outputs), the
         # last layer's residual and MLP-input norm, its MLP (gate freed after silu: silu, up, silu*up), cos/sin
-        x = (L + 2) * B * S * H * a + 3 * B * S * I * a + 2 * B * S * hd * 4
-        if a == 2:
-            x += 2 * B * S * H * 2                         # RMSNorm's fp32 upcast of its input (bf16 weights)
-        return x
+        return (L + 2) * B * S * H * a + 3 * B * S * I * a + 2 * B * S * hd * a
     small_r = 2 * Bc * S * 8 + Bc * Q  # position ids + masked input ids (int64), the bool mask
     ref_layer = KV(Bc, S) + nograd_layer_peak(Bc)
     # the reference's full logits (Bc, S, V) in the weight dtype, then its per-row log-softmax temporary
@@ -130,6 +127,10 @@ def predict(rec):
         # final norms: input, rsqrt, x*rsqrt, normed (head input); a frozen norm + lm_head (LoRA) keep input, rsqrt
         head_in = lambda trained: 3 * T * H * 4 + T * 4 if trained else T * H * 4 + T * 4  # noqa: E731
         A = val_layers + head_in(True) + pol_layers + head_in(not lora) + b * S * 8 + b * S * V * 4 + A_loss
+        if lora:
+            A += 2 * T * H * 4                             # not saved (frozen embedding / lm_head) but kept by the
+            #                                              policy's output.hidden_states: the embedding output and
+            #                                              the final normed hidden state
     else:
         A = repaired_trace(meas["saved_bytes"], L)
         if prec == "bf16-true":
@@ -143,12 +144,20 @@ def predict(rec):
     acc = (grads + b * C * V * lv) if ga > 1 else 0
     prev = left if ga > 1 else 0
     base = static + buffers + acc
+    kv32 = L * 2 * b * kv * hd * S * 4
+    if prec == "bf16-mixed":
+        # autocast casts K/V to bf16 for SDPA and lm_head/score save bf16 casts of their input: the policy's fp32
+        # KV cache and fp32 final normed hidden state stay bound in `output` besides what is saved
+        A += kv32 + T * H * 4
     fwd = base + prev + A - A_loss
     if prec == "bf16-mixed":
-        fwd += b * S * V * 2                               # the bf16 logits while accelerate copies them to fp32
+        # the peak is the lm_head's bf16 logits (the fp32 copy the log-softmax saves comes after), while the
+        # critic's output (its fp32 KV cache, final normed state) is still bound inside the wrapper's forward
+        fwd += b * S * V * 2 - b * S * V * 4 + kv32 + T * H * 4
     out["policy_forward"] = (fwd, meas["phase_peak_bytes"]["policy_forward"])
     # loss: per-row logsumexp (fp32) / log_softmax (bf16) temporaries over (C, V)
-    out["loss"] = (base + A + C * V * 4, meas["phase_peak_bytes"]["loss"])
+    # (gradient accumulation: the previous micro batch's `logits` view keeps its (b, S, V) logits until rebound)
+    out["loss"] = (base + A + C * V * 4 + (b * S * V * lv if ga > 1 else 0), meas["phase_peak_bytes"]["loss"])
     # backward of the in-place `logits /= temperature` on the response slice (CopySlices): two (b, S, V) and two
     # (b, C, V) buffers in the logits dtype on top of everything saved
     out["backward"] = (base + A + 2 * b * S * V * lv + 2 * b * C * V * lv, meas["phase_peak_bytes"]["backward"])
@@ -156,7 +165,9 @@ def predict(rec):
     out["optimizer"] = (static + buffers + grads + left + (b * C * V * lv if ga > 1 else 0),
                         meas["phase_peak_bytes"]["optimizer"])
     # entropy statistics: leftovers + softmax (b, C, V) + one (b, C, V) temporary
-    out["entropy_stats"] = (static + buffers + left + 2 * b * C * V * lv, meas["phase_peak_bytes"]["entropy_stats"])
+    # (with gradient accumulation the first micro batch's statistics run with its gradients not yet zeroed)
+    out["entropy_stats"] = (static + buffers + left + 2 * b * C * V * lv + (grads if ga > 1 else 0),
+                            meas["phase_peak_bytes"]["entropy_stats"])
     out["peak"] = (max(v[0] for k, v in out.items() if k != "step_start"), meas["peak_allocated_bytes"])
     return out
 

@@ -430,6 +430,11 @@ def build_trainer(case, path, s):
         os.environ["ACCELERATE_MIXED_PRECISION"] = "bf16"  # what `accelerate launch --mixed_precision bf16` sets
     from trl.experimental.ppo import PPOConfig, PPOTrainer
     tok = AutoTokenizer.from_pretrained(path)
+    # a pad id outside the model's vocabulary (id V): the random policy can sample "<pad>" (id 0), and a pad
+    # inside a response would make every later forward build an explicit 4-D mask (another SDPA path, repeat_kv);
+    # PPO masks pads to id 0 before the embedding, so id V is never embedded
+    tok.add_special_tokens({"pad_token": "<ppo_pad>"})
+    assert tok.pad_token_id == model_hf(case)["vocab_size"]
     dtype = load_dtype(case)
     kw = dict(dtype=dtype, attn_implementation="sdpa")
     policy = AutoModelForCausalLM.from_pretrained(path, **kw)
