@@ -429,17 +429,19 @@ double pipeline_buffer_bytes(const Config& c) {
 // PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
 // (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
 // torchao's Float8Linear (float8/float8_linear.py matmul_with_hp_or_float8_args) saves its high-precision input and
-// weight for backward and casts both to float8 inside each matmul, again in backward with the output's gradient:
-// one linear's float8 copies at a time (rowwise scaling adds an fp32 scale per row).
+// weight for backward and casts both to float8 inside each matmul, again in backward with the output's gradient
+// (twice: for dgrad and wgrad): one linear's float8 copies at a time (rowwise scaling adds an fp32 scale per row).
+// Eager, each cast of n elements peaks at 9n B (fp32 copy times the scale, fp32 clamp, the float8 result) before
+// it holds n; torch.compile fuses that away (measured on the CPU, tests/validation/stacks/fp8).
 double float8_cast_bytes(const Config& c, bool backward) {
     if (c.fp8_recipe == Fp8Recipe::none) return 0;
-    const double n = tokens(c), t = double(c.tp);
+    const double n = tokens(c), t = double(c.tp), cast_peak = c.compile ? 0 : 8;  // above the n B it leaves
     const bool rowwise = c.fp8_recipe == Fp8Recipe::torchao_rowwise;
     double most = 0;
     for (const Linear& l : layer_linears(c.model)) {
-        const double in = double(l.in), out = double(l.out) / t;
-        double bytes = n * in + in * out + (rowwise ? 4 * (n + out) : 0);
-        if (backward) bytes += n * out + (rowwise ? 4 * n : 0);
+        const double x = n * double(l.in), out = double(l.out) / t, w = double(l.in) * out, g = n * out;
+        double bytes = x + w + cast_peak * std::max(x, w) + (rowwise ? 4 * (n + out) : 0);
+        if (backward) bytes = 2 * g + w + x + cast_peak * std::max({g, w, x}) + (rowwise ? 8 * n + 4 * out : 0);
         most = std::max(most, bytes);
     }
     return most;
