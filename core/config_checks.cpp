@@ -1,13 +1,12 @@
 #include "config_checks.hpp"
 
-#include "training_methods.hpp"
-
 #include <algorithm>
 #include <string>
 #include <tuple>
 
 #include "json_reader.hpp"
 #include "presets.hpp"
+#include "training_methods.hpp"
 
 namespace vramcalc {
 

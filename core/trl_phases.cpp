@@ -224,7 +224,7 @@ std::vector<Phase> full_logits_phases(const Config& c) {
 // completions from the student, the student's backbone with its graph, the frozen teacher's no-grad backbone, then
 // the fused divergence head over both last hidden states (two fp32 n x 32768 tiles, no logits).
 std::vector<Phase> distillation_phases(const Config& c) {
-    const Config student = policy_step(c), generating = [&] { Config g = c; g.method = TrainingMethod::sft; return g; }();
+    const Config student = policy_step(c);
     const std::vector<Phase> supervised = supervised_phases(student);
     Terms base = resident(student);
     base.weights += teacher_weights_bytes(c);
@@ -244,7 +244,7 @@ std::vector<Phase> distillation_phases(const Config& c) {
     const double hidden_copies = n * (h * x + ht * et);  // the completion positions of both, reshaped
     std::vector<Phase> out;
 
-    add_generation(c, generating, base, out);
+    add_generation(c, c, base, out);  // generation runs under the configured precision (autocast included)
     Terms forward = base;
     forward.gradients = phase(supervised, "forward").gradients;
     // LoRA: the embedding's output and the final norm's x·rsqrt, kept for the adapters' backward.
