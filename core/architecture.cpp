@@ -96,6 +96,7 @@ std::uint64_t layers_params(const Architecture& a) {
 }
 
 std::uint64_t lm_head_params(const Architecture& a) {
+    if (a.score_labels) return a.score_labels * a.hidden;
     if (a.tied_embeddings) return 0;
     return a.vocab * embedding_width(a) + (a.lm_head_bias ? a.vocab : 0);
 }
@@ -259,6 +260,10 @@ std::vector<Tensor> parameter_tensors(const Architecture& a) {
     }
     norm(h, 1, false);  // final norm
     if (embedding_width(a) != h) t.push_back({embedding_width(a), h});  // project_out
+    if (a.score_labels) {
+        t.push_back({a.score_labels, h});
+        return t;
+    }
     if (!a.tied_embeddings) t.push_back({a.vocab, embedding_width(a)});
     if (a.lm_head_bias && !a.tied_embeddings) t.push_back({a.vocab, 1});
     return t;

@@ -68,6 +68,9 @@ struct Architecture {
     bool expert_bias = false;           // gpt-oss: biases inside every expert
     std::uint64_t dense_layers = 0;     // MoE models: layers with a dense MLP instead (DeepSeek's first_k_dense_replace)
     bool router_logits_kept = false;    // output_router_logits: every layer's router logits live until the aux loss
+    // AutoModelForSequenceClassification (PPO's value and reward models): `score`, Linear(hidden, labels) without
+    // bias, replaces the LM head, never tied (transformers' *ForSequenceClassification). 0: the LM head.
+    std::uint64_t score_labels = 0;
 
     // Dropout as the explicit form's one key sets it: at every site.
     void set_dropout(double p) { residual_dropout = attention_dropout = embedding_dropout = p; }

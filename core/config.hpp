@@ -1,6 +1,7 @@
 // The training configuration vramcalc estimates: one flat record, every field with a default.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,7 @@ enum class QuantBackend { bitsandbytes, torchao };
 // (recognised, not modelled yet).
 enum class Fp8Recipe { none, torchao_tensorwise, torchao_rowwise, te_delayed, te_current };
 // What the step trains on: supervised fine-tuning or pre-training, or one of TRL's trainers (training_methods.hpp).
-enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, distill };
+enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, distill, ppo };
 // A frozen model's storage dtype.
 enum class Dtype { bf16, fp16, fp32 };
 inline double element_bytes(Dtype d) { return d == Dtype::fp32 ? 4 : 2; }
@@ -131,6 +132,13 @@ struct Config {
     Architecture teacher;
     Dtype teacher_dtype = Dtype::bf16;
     Divergence divergence = Divergence::reverse_kl;
+    // PPO (TRL 1.12's PPOTrainer): a rollout of micro_batch x grad_accum x num_mini_batches prompts, generated and
+    // scored local_rollout_forward_batch_size rows at a time; the value model (trained) and the frozen reward model
+    // as given (default: the policy's architecture), the reward model in reward_dtype (unset: the policy's weights').
+    std::uint64_t rollout_forward_batch = 64;
+    std::uint64_t num_mini_batches = 1;
+    Architecture value_model, reward_model;
+    std::optional<Dtype> reward_dtype;
     // The machine and the run, for time and cost (step_time.cpp).
     std::uint64_t gpus_per_node = 8;
     double inter_node_gbps = 0;           // per GPU, GB/s (0: the GPU's reference system)

@@ -111,6 +111,18 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
             err("teacher", "has a vocabulary of " + std::to_string(c.teacher.vocab) + ", the student " +
                                std::to_string(c.model.vocab) + ": the divergence compares the two over one vocabulary");
         if (c.longest_batch_first) err("longest_batch_first", "is a LitGPT loop's; not with " + m);
+        if (c.method == TrainingMethod::ppo) {
+            // PPOTrainer builds its own Accelerator and loop (no Trainer.train): gradient checkpointing is never
+            // enabled, and the value model, trained beside the policy, is loaded like it.
+            if (c.checkpointing != Checkpointing::none)
+                err("checkpointing", "PPOTrainer (TRL 1.12) never enables gradient checkpointing: use \"none\"");
+            if (c.precision == Precision::bf16_base_mixed || c.precision == Precision::fp16_base_mixed)
+                err("precision", "PPOTrainer trains the whole value model beside the policy: load both alike (\"32-true\", "
+                                 "\"bf16-mixed\" or \"bf16-true\")");
+            if (c.fp8_recipe != Fp8Recipe::none) err("precision", "fp8 is not modelled with ppo");
+            if (c.activation_offload || c.optimizer_in_backward)
+                err(c.activation_offload ? "activation_offload" : "optimizer_in_backward", "is torchtune's; PPOTrainer has no such option");
+        }
     }
     if (c.method != TrainingMethod::grpo && c.inference_engine != InferenceEngine::none)
         err("inference_engine", "a vLLM engine generates for GRPO: set \"method\": \"grpo\"");

@@ -420,7 +420,8 @@ ParsedConfig parse_config(const json& v) {
                                "tp", "pp", "cp", "sequence_parallel", "loss_parallel", "pp_schedule", "pp_stages_per_rank", "offload", "gpu", "device", "torch", "loss",
                                "loss_chunks", "lm_head_chunks", "adapter_dtype", "optimizer_in_backward", "activation_offload", "longest_batch_first",
                                "compile", "fp8_recipe", "method", "reference", "prompt_len", "completion_len", "num_generations",
-                               "inference_engine", "steps_per_generation", "num_iterations", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
+                               "inference_engine", "steps_per_generation", "num_iterations", "teacher", "teacher_dtype", "divergence",
+                               "rollout_forward_batch", "num_mini_batches", "value_model", "reward_model", "reward_dtype", "gpus_per_node", "inter_node_gbps", "train_tokens", "epochs", "dataset_tokens",
                                "price_per_gpu_hour", "fsdp_version", "fsdp_wrap"}));
     // Without a seq_len, a model with learned positions gets as many as it has.
     if (!seq_len_given && c.model.position == Position::learned) c.seq_len = std::min(c.seq_len, c.model.max_positions);

@@ -292,6 +292,11 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.method == TrainingMethod::distill && c.teacher_dtype == Dtype::fp32)
         out.push_back({"Teacher in bf16", {{"teacher_dtype", "bf16"}},
                        "teacher_model_init_kwargs dtype bfloat16: half the teacher's weights and hidden states"});
+    if (c.method == TrainingMethod::ppo && std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) > 1)
+        out.push_back({"Generate and score the rollout in smaller chunks", {{"rollout_forward_batch", std::max<std::uint64_t>(1, std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) / 2)}},
+                       "local_rollout_forward_batch_size: generation's KV cache and the reference's whole logits shrink (the rollout's scores do not)"});
+    if (c.method == TrainingMethod::ppo && (c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c)) == 4)
+        out.push_back({"Reward model in bf16", {{"reward_dtype", "bf16"}}, "the frozen reward model's weights halve"});
     if (c.method == TrainingMethod::grpo && c.num_generations % 2 == 0 && c.micro_batch % 2 == 0)
         out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
                        {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
@@ -307,7 +312,7 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
                        "activations and logits drop to 16-bit while weights stay fp32"});
     const bool adapters = c.finetune.method != FinetuneMethod::full;
     const bool one_gpu_or_ddp = c.strategy == Strategy::single || c.strategy == Strategy::ddp;
-    if (c.precision == Precision::bf16_mixed && adapters && one_gpu_or_ddp)
+    if (c.precision == Precision::bf16_mixed && adapters && one_gpu_or_ddp && c.method != TrainingMethod::ppo)
         out.push_back({"Load the frozen base in bf16 (bf16-base-mixed)", {{"precision", "bf16-base-mixed"}},
                        "the frozen weights halve; the adapters, their gradients and states stay fp32"});
     else if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
@@ -510,6 +515,15 @@ Report make_report(const Config& c) {
     if (c.method == TrainingMethod::distill && detail::autocast(c))
         warn("distill: DistillationTrainer runs the student's and the teacher's training passes outside accelerate's "
              "autocast (measured: bf16=True changes only generation), so their activations are in the weights' dtype");
+    if (c.method == TrainingMethod::ppo) {
+        const double rollout = double(c.micro_batch * c.grad_accum * c.num_mini_batches);
+        warn("ppo: TRL 1.12's PPOTrainer (trl.experimental.ppo, the last release with it) keeps generate's fp32 scores of "
+             "the whole rollout (" + gib(rollout * double(c.completion_len) * double(c.model.vocab) * 4) + ") from one rollout "
+             "to the next, and trains the policy with whole logits beside the fully trained value model");
+        if (detail::autocast(c))
+            warn("ppo: PPOTrainer makes its own Accelerator and never reads bf16=: bf16-mixed is `accelerate launch "
+                 "--mixed_precision bf16`; otherwise it trains in fp32");
+    }
     if (c.inference_sleep_mode)
         warn("vLLM sleep mode: the engine's " + number_text(c.inference_gpu_share) + " share of the card is held only while it "
              "generates, next to the model states; vLLM's CUDA graphs and buffers kept while asleep are not included");

@@ -6,14 +6,15 @@ namespace vramcalc {
 
 namespace {
 
-const Names<TrainingMethod, 8> kTraining{{{TrainingMethod::sft, "sft"},
+const Names<TrainingMethod, 9> kTraining{{{TrainingMethod::sft, "sft"},
                                           {TrainingMethod::dpo, "dpo"},
                                           {TrainingMethod::ipo, "ipo"},
                                           {TrainingMethod::kto, "kto"},
                                           {TrainingMethod::orpo, "orpo"},
                                           {TrainingMethod::simpo, "simpo"},
                                           {TrainingMethod::grpo, "grpo"},
-                                          {TrainingMethod::distill, "distill"}}};
+                                          {TrainingMethod::distill, "distill"},
+                                          {TrainingMethod::ppo, "ppo"}}};
 const Names<Reference, 4> kReference{{{Reference::none, "none"},
                                       {Reference::model, "model"},
                                       {Reference::base_without_adapters, "base-without-adapters"},
@@ -51,6 +52,20 @@ void read_inference_engine(Reader& r, Config& c, std::vector<FieldError>& errors
     }
 }
 
+// PPO's rollout and its two extra models (TRL 1.12's PPOConfig: local_rollout_forward_batch_size 64,
+// num_mini_batches 1). The value and reward models default to the policy's architecture, as in TRL's example script.
+void read_ppo_models(Reader& r, Config& c, std::vector<FieldError>& errors) {
+    r.integer("rollout_forward_batch", c.rollout_forward_batch, 1, kMaxBatch);
+    r.integer("num_mini_batches", c.num_mini_batches, 1, kMaxBatch);
+    c.value_model = c.reward_model = c.model;
+    if (const json* m = r.find("value_model")) read_model(m, c.value_model, "value_model", c.notes, errors);
+    if (const json* m = r.find("reward_model")) read_model(m, c.reward_model, "reward_model", c.notes, errors);
+    Dtype reward = Dtype::bf16;
+    if (r.has("reward_dtype")) r.choice("reward_dtype", reward, kDtype), c.reward_dtype = reward;
+    for (const char* key : {"rollout_forward_batch", "num_mini_batches", "value_model", "reward_model", "reward_dtype"})
+        if (c.method != TrainingMethod::ppo && r.has(key)) r.fail(key, "goes with \"method\": \"ppo\"");
+}
+
 }  // namespace
 
 const char* to_string(TrainingMethod e) { return kTraining.name(e); }
@@ -82,6 +97,7 @@ void read_training_method(Reader& r, Config& c, std::vector<FieldError>& errors,
     for (const char* key : {"teacher", "teacher_dtype", "divergence"})
         if (c.method != TrainingMethod::distill && r.has(key)) r.fail(key, "goes with \"method\": \"distill\"");
     if (c.method == TrainingMethod::distill && !r.has("teacher")) r.fail("teacher", "is required with distill: the teacher model");
+    read_ppo_models(r, c, errors);
     if (is_trl(c) && c.prompt_len && c.completion_len) {
         if (c.prompt_len + c.completion_len > kMaxTokens)
             r.fail("completion_len", "prompt_len + completion_len must not exceed " + std::to_string(kMaxTokens));
@@ -104,6 +120,11 @@ void training_method_to_json(const Config& c, json& out) {
                                              {"sleep_mode", c.inference_sleep_mode}}
                                   : c.inference_engine == InferenceEngine::vllm_server ? json{{"name", "vllm"}, {"mode", "server"}}
                                                                                       : json("none");
+    }
+    if (c.method == TrainingMethod::ppo) {
+        out["rollout_forward_batch"] = c.rollout_forward_batch, out["num_mini_batches"] = c.num_mini_batches;
+        out["value_model"] = model_to_json(c.value_model), out["reward_model"] = model_to_json(c.reward_model);
+        if (c.reward_dtype) out["reward_dtype"] = kDtype.name(*c.reward_dtype);
     }
     if (c.method == TrainingMethod::distill) {
         out["teacher"] = model_to_json(c.teacher);

@@ -5,7 +5,8 @@ namespace vramcalc {
 namespace {
 
 // trl/trainer/{dpo,kto,grpo,distillation}_trainer.py and trl/experimental/{orpo,cpo}/ in TRL 1.16.0; IPO is
-// DPOTrainer's loss_type "ipo", SimPO CPOTrainer's loss_type "simpo" with cpo_alpha 0.
+// DPOTrainer's loss_type "ipo", SimPO CPOTrainer's loss_type "simpo" with cpo_alpha 0; PPO is
+// trl/experimental/ppo/ppo_trainer.py in TRL 1.12.0, the last release with it.
 const MethodTraits kMethods[] = {
     {TrainingMethod::sft, "Trainer / SFTTrainer", 1, TrlHead::model_loss, false, false, false},
     {TrainingMethod::dpo, "DPOTrainer", 2, TrlHead::fused_logprob, true, true, false},
@@ -15,6 +16,7 @@ const MethodTraits kMethods[] = {
     {TrainingMethod::simpo, "CPOTrainer (loss_type simpo)", 2, TrlHead::full_logits, false, false, false},
     {TrainingMethod::grpo, "GRPOTrainer", 1, TrlHead::fused_logprob, true, false, true},
     {TrainingMethod::distill, "DistillationTrainer", 1, TrlHead::fused_divergence, false, false, true},
+    {TrainingMethod::ppo, "PPOTrainer (TRL 1.12)", 1, TrlHead::policy_and_value, true, true, true},
 };
 
 }  // namespace

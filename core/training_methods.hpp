@@ -11,6 +11,7 @@ enum class TrlHead {
     fused_logprob,     // trl/kernels/chunked_logprob.py (from TRL 1.15): 4096 x 32768 tiles, no whole logits
     full_logits,       // the model's (rows, seq, vocab) logits in fp32 and selective_log_softmax
     fused_divergence,  // trl/kernels/chunked_divergence.py: student and teacher tiles side by side
+    policy_and_value,  // TRL 1.12's PPOTrainer: the policy's whole logits beside a trained value model's score
 };
 
 struct MethodTraits {

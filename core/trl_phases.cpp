@@ -1,8 +1,9 @@
-// TRL 1.16's trainers (training_methods.hpp): the policy runs as a supervised step of `rows` sequences whose loss
-// goes through the trainer's own head instead of the model's; reference, old-log-prob, KL, teacher and generation
-// passes add their own moments. Each form is measured on the CPU with the trainers' own train()
-// (tests/validation/stacks/trl, formulas.py there).
+// TRL's trainers (training_methods.hpp): the policy runs as a supervised step of `rows` sequences whose loss
+// goes through the trainer's own head instead of the model's; reference, old-log-prob, KL, teacher, value, reward
+// and generation passes add their own moments. Each form is measured on the CPU with the trainers' own train()
+// (tests/validation/stacks/trl for TRL 1.16, stacks/trl-ppo for TRL 1.12's PPO; formulas.py there).
 #include <algorithm>
+#include <cmath>
 
 #include "memory_common.hpp"
 #include "memory_terms.hpp"
@@ -272,6 +273,159 @@ std::vector<Phase> distillation_phases(const Config& c) {
     return out;
 }
 
+// ---- PPO: TRL 1.12.0's PPOTrainer (trl/experimental/ppo/ppo_trainer.py), tests/validation/stacks/trl-ppo ----
+
+// One update's rollout: micro_batch x grad_accum x num_mini_batches prompts, generated and scored
+// local_rollout_forward_batch_size rows at a time.
+struct Rollout {
+    double rows, chunk, chunks;
+};
+
+Rollout rollout(const Config& c) {
+    const double rows = double(c.micro_batch) * double(c.grad_accum) * double(c.num_mini_batches);
+    const double chunk = std::min(rows, double(c.rollout_forward_batch));
+    return {rows, chunk, std::ceil(rows / chunk)};
+}
+
+// The value model: AutoModelForSequenceClassification with one label, always fully trained (even beside a LoRA
+// policy), in the policy's precision: PolicyAndValueWrapper puts both in one optimizer and one autocast.
+Config value_step(const Config& c) {
+    Config v = policy_step(c);
+    v.model = c.value_model;
+    v.model.score_labels = 1;
+    v.finetune = Finetune{};
+    v.reference = Reference::none;
+    return v;
+}
+
+double ppo_frozen_weights_bytes(const Config& c) {
+    Architecture reward = c.reward_model;
+    reward.score_labels = 1;
+    const double w = weight_element_bytes(c);
+    return double(total_params(reward)) * (c.reward_dtype ? element_bytes(*c.reward_dtype) : w) + reference_weights_bytes(c);
+}
+
+// transformers' DynamicCache in the weights' dtype: the rollout calls the unwrapped models (no autocast), and the
+// training forward's cache over fp32 weights is fp32 too (RoPE promotes K).
+double kv_cache_bytes(const Architecture& a, double rows, double positions, double bytes) {
+    return double(a.layers) * 2 * rows * double(a.kv_heads) * double(head_dim(a)) * positions * bytes;
+}
+
+// A no-grad forward with output_hidden_states (the reference, value and reward passes) at the last layer's MLP:
+// the hidden-states tuple and the last layer's residual and MLP input (L + 2 x H), its MLP after the gate is freed,
+// the rotary tables of the given position ids.
+double nograd_layers_bytes(const Architecture& a, double rows, double seq, double bytes) {
+    return rows * seq * bytes * (double(a.layers + 2) * double(a.hidden) + (gated(a) ? 3 : 2) * double(a.ffn) + 2 * double(head_dim(a)));
+}
+
+std::vector<Phase> ppo_phases(const Config& c) {
+    const Config policy = policy_step(c), value = value_step(c);
+    const std::vector<Phase> supervised = supervised_phases(policy);
+    const Architecture& a = c.model;
+    const Rollout r = rollout(c);
+    const double b = double(c.micro_batch), q = double(c.prompt_len), cl = double(c.completion_len), s = sequence(c);
+    const double h = double(a.hidden), v = double(a.vocab), w = weight_element_bytes(policy), tokens = b * s;
+    // Generation's fp32 scores (generate's output_scores, stacked and padded per chunk): `logitss` lives until the
+    // next rollout rebinds it, so every phase holds them.
+    const double scores = r.chunks * r.chunk * cl * v * 4;
+    Terms base = resident(policy);
+    const Terms critic = resident(value);
+    base.weights += critic.weights + ppo_frozen_weights_bytes(c);
+    base.optimizer_states += critic.optimizer_states;
+    base.master_weights += critic.master_weights;
+    const double ids = r.chunks * r.chunk * s * 8;  // query_responses
+    base.logits = scores;
+    base.temporaries += ids;
+    std::vector<Phase> out;
+
+    // Generation, per chunk: the stack of the C score tensors while generate's output (its KV cache, its scores)
+    // is alive beside the earlier chunks' stacks, then pad() copying them all; or the prefill's last layer (no
+    // hidden-states tuple).
+    Terms gen = base;
+    const double stack = kv_cache_bytes(a, r.chunk, s - 1, w) + (r.chunks + 1) * r.chunk * cl * v * 4 + 2 * r.chunk * s * 8;
+    const double pad = 2 * scores;
+    const double prefill = kv_cache_bytes(a, r.chunk, q, w) + nograd_layers_bytes(a, r.chunk, q, w) - double(a.layers) * r.chunk * q * h * w;
+    gen.activations = std::max({stack, pad, prefill});
+    out.push_back({"generation", gen});
+    // The reference (a second model, or the policy with its adapters off): a plain forward that builds a KV cache
+    // and whole (rows, seq, vocab) logits, then a per-row log-softmax (C x V fp32).
+    if (c.reference != Reference::none) {
+        Terms ref = base;
+        const double layers = nograd_layers_bytes(a, r.chunk, s, w);
+        const double head = double(a.layers + 1) * r.chunk * s * h * w + r.chunk * s * v * w + cl * v * 4;
+        ref.activations = kv_cache_bytes(a, r.chunk, s, w) + std::max(layers, head);
+        out.push_back({"reference", ref});
+    }
+    // get_reward: the backbone without a cache, then score on the last hidden state ((rows, seq, 1)).
+    Terms val = base, reward = base;
+    val.activations = nograd_layers_bytes(c.value_model, r.chunk, s, w);
+    reward.activations = nograd_layers_bytes(c.reward_model, r.chunk, s, c.reward_dtype ? element_bytes(*c.reward_dtype) : w);
+    out.push_back({"value", val});
+    out.push_back({"reward", reward});
+
+    // The PPO epochs: PolicyAndValueWrapper runs the critic backbone, then the policy with whole logits, KV caches
+    // and hidden states. Logits: fp32 (accelerate's convert_outputs_to_fp32 copy under autocast) saved whole by
+    // selective_log_softmax's gather and logsumexp; 16-bit weights' logits stay bound by `output` and the per-row
+    // log_softmax outputs of the completion are saved.
+    const bool half = w == 2, mixed_precision = autocast(policy);
+    const double lv = half ? 2 : 4, x = residual_element_bytes(policy);
+    const double logits = tokens * v * lv + (half ? b * cl * v * 2 : 0);
+    // `output` keeps the policy's KV cache and hidden states; a frozen embedding's output and the final normed
+    // state are not saved otherwise (LoRA); under autocast its fp32 cache and normed state beside the 16-bit copies.
+    const double bound = (trains_all_weights(c) ? 0 : 2 * tokens * h * x) +
+                         (mixed_precision ? kv_cache_bytes(a, b, s, 4) + tokens * h * 4 : 0);
+    const double saved = activations_bytes(policy) + activations_bytes(value) + bound;
+    // What `output` and `logits` keep after backward, until the mini-batch's del.
+    const double leftover_logits = tokens * v * lv, leftover = kv_cache_bytes(a, b, s, w) + double(a.layers + 1) * tokens * h * x;
+    const double grads = gradients_bytes(policy) + gradients_bytes(value);
+    const bool accumulating = c.grad_accum > 1;
+    // Accumulation: the earlier micro-batches' gradients, their entropy softmax and, while the forward runs,
+    // their `output`.
+    Terms train = base;
+    train.gradients = accumulating ? grads : 0;
+    train.logits += accumulating ? b * cl * v * lv : 0;
+    train.temporaries += autocast_weight_copy_bytes(policy) + autocast_weight_copy_bytes(value);
+
+    Terms forward = train;
+    forward.activations = saved + (accumulating ? leftover : 0);
+    forward.logits += (accumulating ? leftover_logits : 0) +
+                      (mixed_precision ? tokens * v * 2 : logits);  // the lm_head's 16-bit output before its copy
+    if (mixed_precision) forward.activations += kv_cache_bytes(a, b, s, 4) + tokens * h * 4;  // the critic's output
+    out.push_back({"policy_forward", forward});
+    Terms loss = train;
+    loss.activations = saved;
+    loss.logits += logits + cl * v * 4 + (accumulating ? leftover_logits : 0);  // per-row logsumexp temporary
+    out.push_back({"loss", loss});
+    // The in-place `logits /= temperature` on the completion slice backs through CopySlices: the whole logits'
+    // gradient twice and the slice's twice. Or the layers' backward, the critic's graph still saved.
+    Terms head_backward = train;
+    head_backward.activations = saved;
+    head_backward.logits += logits + 2 * tokens * v * lv + 2 * b * cl * v * lv;
+    Terms layers_backward = without_logits(phase(supervised, "backward"));
+    layers_backward.weights = base.weights, layers_backward.optimizer_states = base.optimizer_states;
+    layers_backward.master_weights = base.master_weights;
+    layers_backward.gradients += accumulating ? gradients_bytes(value) : 0;
+    layers_backward.activations += activations_bytes(value) + bound;
+    layers_backward.logits = train.logits + leftover_logits;
+    layers_backward.temporaries += ids + autocast_weight_copy_bytes(value);
+    out.push_back({"backward", head_backward.sum() >= layers_backward.sum() ? head_backward : layers_backward});
+    // The step over the policy's trainable weights and the whole value model (foreach: one temporary list for both).
+    Terms step = without_logits(phase(supervised, "optimizer_step"));
+    step.weights = base.weights, step.optimizer_states = base.optimizer_states, step.master_weights = base.master_weights;
+    step.gradients = grads;
+    step.activations = leftover;
+    step.logits = train.logits + leftover_logits;
+    step.temporaries += ids + (c.optimizer_impl == OptimizerImpl::foreach ? optimizer_step_temporary_bytes(value) : 0);
+    out.push_back({"optimizer_step", step});
+    // No-grad entropy statistics after zero_grad: softmax over the completion logits and one product.
+    Terms entropy = base;
+    entropy.gradients = accumulating ? grads : 0;  // the first micro-batch's, not yet zeroed
+    entropy.activations = leftover;
+    entropy.logits += leftover_logits + 2 * b * cl * v * lv;
+    out.push_back({"entropy_stats", entropy});
+    return out;
+}
+
 }  // namespace
 
 double inference_engine_bytes(const Config& c) {
@@ -282,6 +436,7 @@ std::vector<Phase> trl_phases(const Config& c) {
     switch (method_traits(c.method).head) {
         case TrlHead::full_logits: return full_logits_phases(c);
         case TrlHead::fused_divergence: return distillation_phases(c);
+        case TrlHead::policy_and_value: return ppo_phases(c);
         default: return fused_logprob_phases(c);
     }
 }

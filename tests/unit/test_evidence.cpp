@@ -60,6 +60,7 @@ const std::vector<std::pair<std::string, std::string>> kCpuSets = {
     {"tests/validation/stacks/qlora/measured.jsonl", "PEFT LoRA and bitsandbytes QLoRA"},
     {"tests/validation/stacks/litgpt2023/measured.jsonl", "lit-gpt 8641822 (2023) LoRA and QLoRA, whole-run peaks"},
     {"tests/validation/stacks/trl/measured.jsonl", "TRL 1.16's DPOTrainer and GRPOTrainer"},
+    {"tests/validation/stacks/trl-ppo/measured.jsonl", "TRL 1.12's PPOTrainer (policy, reference, value, reward)"},
 };
 
 // published/evaluate.py's source_group.

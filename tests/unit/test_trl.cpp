@@ -161,3 +161,62 @@ TEST_CASE("IPO, KTO, ORPO, SimPO and distillation: each trainer's passes, defaul
         CHECK(p.errors[0].field == field);
     }
 }
+
+TEST_CASE("PPO (TRL 1.12's PPOTrainer): four models, the rollout's kept scores, its refusals") {
+    const json base = {{"model", "llama-3-8b"}, {"gpu", "h200"}, {"method", "ppo"}, {"prompt_len", 512},
+                       {"completion_len", 256}, {"micro_batch", 4}, {"grad_accum", 4}, {"num_mini_batches", 2},
+                       {"finetune", kLora}, {"precision", "bf16-true"}};
+    auto with = [&](json patch) { json j = base; j.update(patch); return j; };
+    const Config c = parsed(base);
+    CHECK(c.reference == Reference::base_without_adapters);  // PPOTrainer with a peft_config: adapters off
+    CHECK(c.rollout_forward_batch == 64);                    // PPOConfig.local_rollout_forward_batch_size
+    const MemoryEstimate m = estimate_memory(c);
+    CHECK(phase_names(m) == std::vector<std::string>{"generation", "reference", "value", "reward", "policy_forward", "loss",
+                                                     "backward", "optimizer_step", "entropy_stats"});
+    // generate's fp32 scores of the whole rollout (4 x 4 x 2 = 32 prompts x 256 tokens x 128256) stay bound from one
+    // rollout to the next (stacks/trl-ppo README): they are in every phase, the value pass has nothing else.
+    const double scores = 32.0 * 256 * 128256 * 4;
+    CHECK(m.phases[2].terms.logits == Approx(scores));
+    // The value and reward models are AutoModelForSequenceClassification: no lm_head, a 4096 x 1 score, 7,504,928,768
+    // parameters for Llama-3-8B (8,030,261,248 - 128256 x 4096 + 4096; Skywork-Reward-Llama-3.1-8B: "7.5B params").
+    Architecture value = c.value_model;
+    value.score_labels = 1;
+    CHECK(total_params(value) == 7504928768ull);
+    // The value model is trained whole beside a LoRA policy: its bf16 AdamW moments (2 x 2 B) and the policy's
+    // adapters' fp32 moments (2 x 4 B per adapter parameter).
+    const double adapters = double(lora_params(c.model, 16, {"q_proj", "v_proj"}));
+    CHECK(m.phases[2].terms.optimizer_states == Approx(4.0 * 7504928768 + 8 * adapters).epsilon(1e-4));
+    // Frozen: the reward model in its dtype (bf16 here), no separate reference beside the adapters.
+    CHECK(m.phases[2].terms.weights == Approx(2.0 * 8030261248 + 4 * adapters + 2 * 2.0 * 7504928768).epsilon(1e-6));
+    // A full fine-tune keeps a second policy as the reference; an fp32 reward model doubles its bytes.
+    const MemoryEstimate full = estimate_memory(parsed(with({{"finetune", "full"}})));
+    CHECK(parsed(with({{"finetune", "full"}})).reference == Reference::model);
+    const MemoryEstimate full_fp32_reward = estimate_memory(parsed(with({{"finetune", "full"}, {"reward_dtype", "fp32"}})));
+    CHECK(full_fp32_reward.phases[0].terms.weights - full.phases[0].terms.weights == Approx(2.0 * 7504928768));
+    // A smaller reward model: only its bytes change.
+    const MemoryEstimate small_reward = estimate_memory(parsed(with({{"reward_model", "llama-3.2-1b"}})));
+    CHECK(small_reward.phases[0].terms.weights < m.phases[0].terms.weights - 2.0 * 6e9);
+    // The echo reads back as the same configuration.
+    const json echoed = config_to_json(parsed(with({{"reward_model", "llama-3.2-1b"}, {"reward_dtype", "fp32"}})));
+    CHECK(echoed["reward_model"] == "llama-3.2-1b");
+    CHECK(echoed["reward_dtype"] == "fp32");
+    CHECK(estimate_memory(parsed(echoed)).total == estimate_memory(parsed(with({{"reward_model", "llama-3.2-1b"}, {"reward_dtype", "fp32"}}))).total);
+    const std::pair<json, const char*> bad[] = {
+        {with({{"checkpointing", "full"}}), "checkpointing"},  // PPOTrainer never enables it
+        {with({{"precision", "bf16-base-mixed"}}), "precision"},
+        {with({{"reference", "precomputed"}}), "reference"},
+        {with({{"reference", "none"}}), "reference"},
+        {with({{"strategy", "fsdp"}, {"gpus", 2}}), "method"},
+        {with({{"rollout_forward_batch", 0}}), "rollout_forward_batch"},
+        {with({{"method", "dpo"}, {"num_mini_batches", 2}}), "num_mini_batches"},
+        {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"value_model", "llama-3.2-1b"}}, "value_model"},
+        {with({{"reward_dtype", "int4"}}), "reward_dtype"},
+        {with({{"inference_engine", {{"name", "vllm"}}}}), "inference_engine"},
+    };
+    for (const auto& [j, field] : bad) {
+        const ParsedConfig p = parse_config(j);
+        INFO(j.dump());
+        REQUIRE_FALSE(p.ok());
+        CHECK(p.errors[0].field == field);
+    }
+}

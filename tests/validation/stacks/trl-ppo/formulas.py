@@ -70,11 +70,13 @@ def predict(rec):
     kvb = w                                   # KV cache (fp32 under bf16-mixed: rope promotes K, V follows)
     lv = 2 if prec == "bf16-true" else 4      # training logits as kept in `output` (bf16-mixed: accelerate's
     #                                           convert_outputs_to_fp32 copy)
-    b, Br, Bc = c["micro_batch"], c["rollout_batch"], c["rollout_forward_batch"]
+    b = c["micro_batch"]
+    Br = b * c["grad_accum"] * c["num_mini_batches"]
+    Bc = min(c["rollout_forward_batch"], Br)
     n_ch = math.ceil(Br / Bc)
     Q, C = c["prompt_len"], c["completion_len"]
     S = Q + C
-    E, ga = c["num_ppo_epochs"], c["grad_accum"]
+    E, ga = rec["hf"]["ppo"]["num_ppo_epochs"], c["grad_accum"]
     P = n_params(m)
     Pv = P - V * H + H
     T = b * S

@@ -147,12 +147,10 @@ def case_config(case):
     cfg["method"] = "ppo"
     cfg["reference"] = case["reference"]
     cfg["micro_batch"] = case["per_device"]          # sequences per training forward
-    cfg["rollout_batch"] = case["per_device"] * case["ga"]  # sequences generated and scored per iteration
-    cfg["rollout_forward_batch"] = min(case["rollout_chunk"], case["per_device"] * case["ga"])
+    cfg["rollout_forward_batch"] = case["rollout_chunk"]  # local_rollout_forward_batch_size
     cfg["prompt_len"] = case["prompt_len"]            # query length
     cfg["completion_len"] = case["completion_len"]    # response_length
     cfg["grad_accum"] = case["ga"]
-    cfg["num_ppo_epochs"] = case["epochs"]
     cfg["num_mini_batches"] = 1
     cfg["precision"] = case["precision"]
     cfg["optimizer"] = "adamw"
@@ -167,16 +165,6 @@ def case_config(case):
         cfg["finetune"] = OrderedDict([("method", "lora"), ("rank", 8), ("targets", list(TARGETS)), ("dropout", 0)])
     else:
         cfg["finetune"] = "full"
-    dt = "bf16" if case["precision"] == "bf16-true" else "fp32"
-    cfg["models"] = OrderedDict([
-        ("policy", {"class": "AutoModelForCausalLM", "dtype": dt,
-                    "trainable": "lora adapters (fp32)" if case["finetune"] == "lora" else "all"}),
-        ("ref_policy", {"class": "AutoModelForCausalLM", "dtype": dt, "trainable": "none"}
-         if case["finetune"] == "full" else "none (policy with adapters disabled)"),
-        ("value_model", {"class": "AutoModelForSequenceClassification", "num_labels": 1, "dtype": dt,
-                         "trainable": "all"}),
-        ("reward_model", {"class": "AutoModelForSequenceClassification", "num_labels": 1, "dtype": dt,
-                          "trainable": "none"})])
     cfg["model"] = {"hf_config": {k: v for k, v in model_hf(case).items()
                                   if k not in ("pad_token_id", "eos_token_id", "bos_token_id")}}
     return cfg
