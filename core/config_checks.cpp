@@ -90,8 +90,11 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (is_trl(c)) {
         const std::string m = to_string(c.method);
         const MethodTraits& t = method_traits(c.method);
-        if (c.strategy != Strategy::single && c.strategy != Strategy::ddp)
-            err("method", m + " is modelled from TRL's " + t.trainer + " on one GPU or DDP (measured in tests/validation/stacks/trl)");
+        // FSDP: the fused-head trainers' passes, measured through the Trainer (stacks/trl-fsdp).
+        const bool fsdp_measured = c.strategy == Strategy::fsdp && t.head == TrlHead::fused_logprob && c.zero >= 2;
+        if (c.strategy != Strategy::single && c.strategy != Strategy::ddp && !fsdp_measured)
+            err("method", m + " is modelled from TRL's " + t.trainer + " on one GPU or DDP" +
+                              (t.head == TrlHead::fused_logprob ? " or FSDP (zero 2 or 3)" : "") + " (measured in tests/validation/stacks/trl, trl-fsdp)");
         if (!c.prompt_len) err("prompt_len", "is required with " + m);
         if (!c.completion_len) err("completion_len", "is required with " + m);
         if (c.reference == Reference::base_without_adapters && c.finetune.method == FinetuneMethod::full)

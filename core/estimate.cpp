@@ -515,6 +515,10 @@ Report make_report(const Config& c) {
     if (c.method == TrainingMethod::distill && detail::autocast(c))
         warn("distill: DistillationTrainer runs the student's and the teacher's training passes outside accelerate's "
              "autocast (measured: bf16=True changes only generation), so their activations are in the weights' dtype");
+    if (method_traits(c.method).takes_reference && c.reference == Reference::model && c.strategy == Strategy::fsdp && c.fsdp_version == 2 && c.zero == 3)
+        warn(std::string(to_string(c.method)) + " under FSDP 2: TRL's prepare_fsdp shards the reference model as one unit, so "
+             "its forward gathers the whole model on every rank (" + gib(2 * double(total_params(c.model)) * compute_element_bytes(c)) +
+             ": the all-gather buffer and the parameters), whatever the number of GPUs; LoRA's adapters-off reference avoids it");
     if (c.method == TrainingMethod::ppo) {
         const double rollout = double(c.micro_batch * c.grad_accum * c.num_mini_batches);
         warn("ppo: TRL 1.12's PPOTrainer (trl.experimental.ppo, the last release with it) keeps generate's fp32 scores of "

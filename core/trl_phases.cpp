@@ -79,10 +79,75 @@ Head fused_logprob_head(const Config& c, const Config& policy, bool reference) {
 }
 
 // A second model for the reference: the policy's weights again, in the dtype they were loaded in (TRL's
-// create_model_from_path uses the policy's dtype: fp32 under bf16-mixed).
+// create_model_from_path uses the policy's dtype: fp32 under bf16-mixed). Under FSDP, trl/models/utils.py
+// prepare_fsdp shards it like the policy.
 double reference_weights_bytes(const Config& c) {
     if (c.reference != Reference::model) return 0;
-    return double(total_params(c.model)) * weight_element_bytes(c);
+    return double(total_params(c.model)) * weight_element_bytes(c) / (c.strategy == Strategy::fsdp ? dp(c) : 1);
+}
+
+// What FSDP holds unsharded beyond the shards at each moment of a fused-head trainer's step (TRL 1.16's
+// prepare_fsdp for the reference, accelerate 1.15's fsdp2_prepare_model / FSDP1 auto-wrap for the policy;
+// measured on 2 gloo ranks, tests/validation/stacks/trl-fsdp README sections 1-2), in the unsharded dtype.
+struct FsdpUnsharded {
+    double reference_kept = 0;  // the reference's units that stay gathered for good
+    double generation = 0, generation_prefill = 0, policy_pass = 0, reference = 0, policy_forward = 0, backward = 0;
+    // FSDP1 keeps the previous step's gradient shards through zero_grad(set_to_none) until the root's pre-forward;
+    // GRPO's generation frees the root unit's share first.
+    double gradients_before_generation = 0;
+};
+
+FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
+    FsdpUnsharded u;
+    if (c.strategy != Strategy::fsdp) return u;
+    const Architecture& a = c.model;
+    const double e = compute_element_bytes(policy);  // the MixedPrecisionPolicy's param_dtype
+    const double adapters = trains_all_weights(c) ? 0 : double(lora_params(a, c.finetune.rank, c.finetune.targets)) / double(a.layers);
+    const double layer = (double(layer_params(a)) + adapters) * e;
+    const double tail = double(norm_params(a) + lm_head_params(a)) * e;  // [final norm, lm_head]
+    const double whole = double(total_params(a)) * e;
+    const bool reference_model = c.reference == Reference::model;
+    // GRPO (generation) and KTO (its KL pass) run the policy before its training forward.
+    const bool policy_first = c.method == TrainingMethod::grpo || c.method == TrainingMethod::kto;
+    if (c.fsdp_version == 1) {
+        // FSDP1 never reshards a root unit (embedding, final norm, lm_head) after its forward: the reference's stays
+        // gathered for good, the policy's from its forward to the end of backward. GRPO's generation runs under
+        // summon_full_params(root, recurse=False) (trl/distributed.py), which frees the root's gradient shard and
+        // reshards the root on exit, so its reference pass holds no root.
+        const double root = double(embedding_params(a)) * e + tail;
+        u.reference_kept = reference_model ? root : 0;
+        u.policy_forward = u.backward = root;
+        u.reference = c.method == TrainingMethod::grpo ? 0 : root;
+        u.generation = u.generation_prefill = root + layer;
+        u.policy_pass = root + layer;
+        u.gradients_before_generation = gradients_bytes(policy) - double(embedding_params(a) + norm_params(a) + lm_head_params(a)) *
+                                                                       gradient_element_bytes(policy) / dp(c);
+        return u;
+    }
+    if (c.zero == 2) {
+        // reshard_after_forward=False, passed to the reference's single unit too: after its first forward the whole
+        // reference stays gathered, and every policy unit from its forward to its backward.
+        u.reference_kept = reference_model ? whole : 0;
+        u.generation = u.generation_prefill = u.policy_pass = u.reference = u.backward = whole;
+        u.policy_forward = whole + tail;  // the tail's flat all-gather buffer, freed by the root's post-forward
+        return u;
+    }
+    // FSDP2 FULL_SHARD: the tail unit (reshard_after_forward=False) stays gathered from the policy's first forward to
+    // its backward; a unit's flat all-gather buffer lives until the next unit's copy-out (the last one's, or the
+    // tail's, until the root's post-forward); backward prefetches one layer. The reference is ONE unit: its
+    // forward holds the flat buffer and the unsharded parameters, 2 x the whole model. With LoRA, PEFT hides the
+    // final norm from accelerate: lm_head is a unit alone whose hooks never fire, and TRL's fused head reads it
+    // with DTensor.full_tensor() (a copy per forward) until a generation has left it gathered.
+    const bool lora_copy = !trains_all_weights(c) && !policy_first;
+    // Generation: at a layer's copy-out, the previous layer's flat buffer and this layer's flat buffer and
+    // parameters; inside a layer, its own two.
+    u.generation = 3 * layer + tail;
+    u.generation_prefill = 2 * layer + tail;
+    u.policy_pass = tail + layer;
+    u.reference = tail + (reference_model ? 2 * whole : layer + (lora_copy ? double(lm_head_params(a)) * e : 0));
+    u.policy_forward = tail + (trains_all_weights(c) && !policy_first ? tail : layer);
+    u.backward = tail + layer;
+    return u;
 }
 
 double teacher_weights_bytes(const Config& c) {
@@ -104,30 +169,41 @@ bool scores_old_logps(const Config& c) {
 // Generation in the training process: the larger of the prefill and the KV cache at its longest (transformers'
 // DynamicCache, one layer's K or V briefly twice as torch.cat grows it). The cache takes its first tensor's
 // dtype: fp32 under autocast over fp32 weights, where RoPE promotes K. Autocast's 16-bit copies of every weight
-// but the embedding live through each forward (measured, stacks/trl formulas.py).
-double generation_bytes(const Config& c, const Config& policy) {
+// but the embedding live through each forward (measured, stacks/trl formulas.py). Under FSDP, what each moment
+// holds gathered.
+Terms generation_terms(const Config& c, const Config& policy) {
     const Architecture& a = c.model;
+    const FsdpUnsharded fsdp = fsdp_unsharded(c, policy);
     const double g = generation_rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
     const double h = double(a.hidden), ffn = double(a.ffn), v = double(a.vocab);
     const double kv_bytes = autocast(policy) && x == 4 ? 4 : compute_element_bytes(policy);
     auto kv = [&](double tokens) { return double(a.layers) * 2 * g * double(a.kv_heads) * double(head_dim(a)) * tokens * kv_bytes; };
     const bool lora = !trains_all_weights(c);
     const double weight_casts = autocast(policy) && x == 4 ? (double(total_params(a)) - v * h) * 2 : 0;
-    double prefill = kv(p) + (lora ? 4 : 3) * g * p * ffn * x + 4 * g * p * h * x + 2 * p * double(head_dim(a)) * 4;
-    if (weight_casts > 0) prefill = kv(p) + weight_casts + 2 * g * p * ffn * 2;
+    Terms prefill, decode;
+    prefill.activations = kv(p) + (lora ? 4 : 3) * g * p * ffn * x + 4 * g * p * h * x + 2 * p * double(head_dim(a)) * 4;
+    if (weight_casts > 0) prefill.activations = kv(p) + 2 * g * p * ffn * 2, prefill.temporaries = weight_casts;
     // A 16-bit frozen lm_head: aten::matmul cannot fold the prefill's last-position slice and expands the weight per
     // sequence (measured on the CPU; device independent code, unverified on CUDA).
-    if (lora && weight_element_bytes(policy) == 2) prefill = kv(p) + g * v * h * 2;
+    if (lora && weight_element_bytes(policy) == 2) prefill.activations = kv(p) + g * v * h * 2;
+    prefill.temporaries += fsdp.generation_prefill;
     const double t = p + double(c.completion_len) - 1;
-    const double decode = kv(t) + kv(t) / double(a.layers) + weight_casts;
-    return std::max(prefill, decode);
+    decode.activations = kv(t) + kv(t) / double(a.layers);
+    decode.temporaries = weight_casts + fsdp.generation;
+    // FSDP2 re-gathers every layer per token: the peak is a layer's copy-out, before its cache grows (the
+    // step's logits, processed logits and probabilities beside it; stacks/trl-fsdp).
+    if (c.strategy == Strategy::fsdp && c.fsdp_version == 2) decode.activations = kv(t) + 3 * g * v * 4;
+    return prefill.sum() > decode.sum() ? prefill : decode;
 }
 
 // The generation moment: in the training process, or (vLLM asleep between generations) the model states alone.
 void add_generation(const Config& c, const Config& policy, const Terms& base, std::vector<Phase>& out) {
     if (c.inference_engine == InferenceEngine::none) {
+        const Terms moment = generation_terms(c, policy);
         Terms gen = base;
-        gen.activations = generation_bytes(c, policy);
+        gen.activations = moment.activations;
+        gen.temporaries += moment.temporaries;
+        gen.gradients += fsdp_unsharded(c, policy).gradients_before_generation;
         out.push_back({"generation", gen});
     } else if (c.inference_sleep_mode) {
         out.push_back({"generation", base});
@@ -138,8 +214,9 @@ void add_generation(const Config& c, const Config& policy, const Terms& base, st
 std::vector<Phase> fused_logprob_phases(const Config& c) {
     const Config policy = policy_step(c);
     const std::vector<Phase> supervised = supervised_phases(policy);
+    const FsdpUnsharded fsdp = fsdp_unsharded(c, policy);
     Terms base = resident(policy);
-    base.weights += reference_weights_bytes(c);
+    base.weights += reference_weights_bytes(c) + fsdp.reference_kept;
     const Head policy_head = fused_logprob_head(c, policy, false), scoring_head = fused_logprob_head(c, policy, true);
     const double a = activations_bytes(policy) + policy_head.saved;  // the policy's graph
     const double x = residual_element_bytes(policy);
@@ -157,19 +234,27 @@ std::vector<Phase> fused_logprob_phases(const Config& c) {
     scoring.temporaries += weight_casts;
     // Before the policy's forward, with no graph alive: KTO's KL completions through the policy
     // (KTOTrainer._compute_loss), GRPO's old log-probs and reference.
-    if (c.method == TrainingMethod::kto) out.push_back({"kl_policy", scoring});
-    if (scores_old_logps(c)) out.push_back({"old_logps", scoring});
-    if (c.method == TrainingMethod::grpo && scores_reference) out.push_back({"reference", scoring});
+    Terms policy_pass = scoring;
+    policy_pass.temporaries += fsdp.policy_pass;
+    if (c.method == TrainingMethod::kto) out.push_back({"kl_policy", policy_pass});
+    if (scores_old_logps(c)) out.push_back({"old_logps", policy_pass});
+    if (c.method == TrainingMethod::grpo && scores_reference) {
+        Terms reference = scoring;
+        reference.temporaries += fsdp.reference;
+        reference.gradients += fsdp.gradients_before_generation;
+        out.push_back({"reference", reference});
+    }
     Terms forward = base;
     forward.gradients = phase(supervised, "forward").gradients;
     forward.activations = a + last_hidden;
     forward.logits = policy_head.forward;
-    forward.temporaries += weight_casts;
+    forward.temporaries += weight_casts + fsdp.policy_forward;
     out.push_back({"policy_forward", forward});
     // DPO and KTO score the reference after the policy's forward, its graph alive (KTO the KL completions first).
     if (c.method != TrainingMethod::grpo && scores_reference) {
         Terms reference = scoring;
         reference.activations += a;
+        reference.temporaries += fsdp.reference;
         if (c.method == TrainingMethod::kto) out.push_back({"reference_kl", reference});
         out.push_back({"reference", reference});
     }
@@ -177,11 +262,12 @@ std::vector<Phase> fused_logprob_phases(const Config& c) {
     Terms head_backward = forward;
     head_backward.activations = a;
     head_backward.logits = policy_head.backward;
+    head_backward.temporaries += fsdp.backward - fsdp.policy_forward;
     Terms layers_backward = without_logits(phase(supervised, "backward"));
-    layers_backward.weights += reference_weights_bytes(c);
+    layers_backward.weights += reference_weights_bytes(c) + fsdp.reference_kept;
     out.push_back({"backward", head_backward.sum() >= layers_backward.sum() ? head_backward : layers_backward});
     Terms step = without_logits(phase(supervised, "optimizer_step"));
-    step.weights += reference_weights_bytes(c);
+    step.weights += reference_weights_bytes(c) + fsdp.reference_kept;
     out.push_back({"optimizer_step", step});
     return out;
 }

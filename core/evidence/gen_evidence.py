@@ -45,6 +45,7 @@ CPU_SETS = {
     "tests/validation/stacks/litgpt2023/measured.jsonl": "lit-gpt 8641822 (2023) LoRA and QLoRA, whole-run peaks",
     "tests/validation/stacks/trl/measured.jsonl": "TRL 1.16's DPOTrainer and GRPOTrainer",
     "tests/validation/stacks/trl-ppo/measured.jsonl": "TRL 1.12's PPOTrainer (policy, reference, value, reward)",
+    "tests/validation/stacks/trl-fsdp/measured.jsonl": "TRL 1.16's DPOTrainer and GRPOTrainer under FSDP 1 and 2, 2 gloo ranks",
 }
 PUBLISHED = "tests/validation/published/configs.jsonl"
 METRICS = ("peak_allocated_bytes", "peak_reserved_bytes", "total_bytes")

@@ -80,7 +80,8 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"completion_len", 8}}, "prompt_len"},
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"reference", "base-without-adapters"}}, "reference"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"micro_batch", 6}, {"num_generations", 4}}, "num_generations"},
-        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "fsdp"}, {"gpus", 2}}, "method"},
+        {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "deepspeed"}, {"zero", 3}, {"gpus", 2}}, "method"},
+        {{{"model", "llama-3-8b"}, {"method", "orpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"strategy", "fsdp"}, {"zero", 3}, {"gpus", 2}}, "method"},
         {{{"model", "llama-3-8b"}, {"method", "dpo"}, {"prompt_len", 8}, {"completion_len", 8}, {"seq_len", 99}}, "seq_len"},
         {{{"model", "llama-3-8b"}, {"inference_engine", {{"name", "vllm"}}}}, "inference_engine"},
         {{{"model", "llama-3-8b"}, {"method", "grpo"}, {"prompt_len", 16777216}, {"completion_len", 16777216}}, "completion_len"},
@@ -219,4 +220,38 @@ TEST_CASE("PPO (TRL 1.12's PPOTrainer): four models, the rollout's kept scores, 
         REQUIRE_FALSE(p.ok());
         CHECK(p.errors[0].field == field);
     }
+}
+
+TEST_CASE("DPO and GRPO under FSDP: the reference sharded, and gathered whole by FSDP 2") {
+    // Qwen2.5-7B, full fine-tuning, bf16 mixed precision (fp32 shards, bf16 gathers).
+    json dpo = {{"model", "qwen2.5-7b"}, {"gpu", "h100-80gb"}, {"method", "dpo"}, {"prompt_len", 512},
+                {"completion_len", 512}, {"micro_batch", 1}, {"finetune", "full"}, {"strategy", "fsdp"},
+                {"zero", 3}, {"fsdp_version", 2}, {"precision", "bf16-mixed"}};
+    const double p = double(total_params(parsed(dpo).model));
+    auto reference = [](const MemoryEstimate& m) {
+        for (const Phase& ph : m.phases)
+            if (ph.name == "reference") return ph.terms;
+        return Terms{};
+    };
+    // TRL's prepare_fsdp shards the reference as one FSDP2 unit: its forward holds the flat all-gather buffer and
+    // the unsharded parameters, 2 x P x 2 B on every rank however many there are (stacks/trl-fsdp README 1).
+    for (int gpus : {2, 8}) {
+        dpo["gpus"] = gpus;
+        const MemoryEstimate m = estimate_memory(parsed(dpo));
+        INFO(gpus);
+        CHECK(reference(m).temporaries > 2 * p * 2);
+        CHECK(reference(m).temporaries < 2 * p * 2 + 2e9);
+        // At rest, the reference is a shard in the policy's load dtype beside the policy's own.
+        CHECK(m.phases.back().terms.weights == Approx(2 * p * 4 / gpus).epsilon(1e-3));
+    }
+    // FSDP1 keeps the reference's root unit (embedding, final norm, lm_head) gathered for good instead.
+    dpo["fsdp_version"] = 1;
+    dpo["gpus"] = 8;
+    const Architecture a = parsed(dpo).model;
+    const double root = double(embedding_params(a) + norm_params(a) + lm_head_params(a)) * 2;
+    CHECK(estimate_memory(parsed(dpo)).phases.back().terms.weights == Approx(2 * p * 4 / 8 + root).epsilon(1e-3));
+    // Under FSDP every rank generates its own completions: GRPO's generation is there.
+    json grpo = dpo;
+    grpo.update({{"method", "grpo"}, {"num_generations", 8}, {"micro_batch", 8}, {"fsdp_version", 2}});
+    CHECK(estimate_memory(parsed(grpo)).phases[0].name == "generation");
 }

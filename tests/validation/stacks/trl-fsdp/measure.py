@@ -609,7 +609,8 @@ def config(case):
     c["gpus"] = WORLD
     c["fsdp_version"] = case["fsdp"]
     c["zero"] = 2 if case.get("sharding") == "shard_grad_op" else 3  # shard_grad_op: reshard_after_forward False
-    c["fsdp_wrap"] = "layers"
+    # FSDP 1 with PEFT: transformers' update_fsdp_plugin_peft wraps every lora_A / lora_B Linear as a unit of its own
+    c["fsdp_wrap"] = "adapters-apart" if case["fsdp"] == 1 and case["finetune"] != "full" else "layers"
     return c
 
 
