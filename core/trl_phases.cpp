@@ -421,7 +421,8 @@ std::vector<Phase> ppo_phases(const Config& c) {
     base.master_weights += critic.master_weights;
     const double ids = r.chunks * r.chunk * s * 8;  // query_responses
     base.logits = scores;
-    base.temporaries += ids;
+    // DDP wraps PolicyAndValueWrapper: its gradient buckets cover the value model too.
+    base.temporaries += ids + communication_buffer_bytes(value);
     std::vector<Phase> out;
 
     // Generation, per chunk: the stack of the C score tensors while generate's output (its KV cache, its scores)
