@@ -6,8 +6,9 @@ namespace vramcalc {
 
 namespace {
 
-// FSDP: transformers 5.18's Trainer uses accelerate's FSDP 1 by default and wraps LoRA adapters apart
-// (distributed/fsdp.py update_fsdp_plugin_peft); torchtune shards with FSDP 2 (training/_distributed.py
+// FSDP: transformers' Trainer builds accelerate's FSDP 2 by default from 5.10.0 (training_args.py
+// fsdp_config.get("version", 2); 1 through 5.9.0) and, under FSDP 1, wraps LoRA adapters apart
+// (integrations/fsdp.py update_fsdp_plugin_peft); torchtune shards with FSDP 2 (training/_distributed.py
 // shard_model); LitGPT's FSDPStrategy wraps each Block with FSDP 1.
 // Each logits path from the stack's training step, measured on tiny models (tests/validation/stacks/):
 // - hf (transformers 5.18 loss_utils.ForCausalLMLoss): 16-bit logits, their fp32 upcast and the fp32
@@ -28,7 +29,9 @@ constexpr LogitsPath kChunked{{1, 0, 1, 1}, {0, 0, 1, 2}, {}};
 constexpr LogitsPath kTorchtuneFull{{0, 0, 2, 0}, {0, 0, 3, 0}, {}};
 
 const std::vector<FrameworkProfile> kProfiles = {
-    {Framework::hf, "hf", "5.18", "", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 1,
+    {Framework::hf, "hf", "0", "", "transformers 5.18 + PEFT 0.21, FSDP 1 by default (transformers to 5.9)", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 1,
+     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, true, false, kHfFull, kChunked, kChunked},
+    {Framework::hf, "hf", "5.10", "2026-06-03", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 2,
      FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, true, false, kHfFull, kChunked, kChunked},
     // torchtune before 0.3 (recipes/*_distributed.py @v0.2.1): FSDP 1 with LoRA adapters wrapped apart
     // (utils.lora_fsdp_wrap_policy), torch.nn.CrossEntropyLoss over the whole upcast output; before 0.5

@@ -97,7 +97,7 @@ TEST_CASE("the knobs move the terms they name") {
 }
 
 TEST_CASE("FSDP 1 units mixing frozen and LoRA weights keep gradients for all of them") {
-    const json base = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 4}, {"grad_accum", 8},
+    const json base = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 4}, {"grad_accum", 8}, {"fsdp_version", 1},
                        {"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", {"q_proj", "v_proj"}}}}};
     json mixed = base, apart = base, v2 = base;
     mixed["fsdp_wrap"] = "layers", v2["fsdp_version"] = 2;
@@ -107,6 +107,19 @@ TEST_CASE("FSDP 1 units mixing frozen and LoRA weights keep gradients for all of
     CHECK(phase_bytes(m, "forward", &Terms::gradients) > 100 * phase_bytes(a, "forward", &Terms::gradients));
     CHECK(phase_bytes(a, "forward", &Terms::gradients) == Approx(phase_bytes(f2, "forward", &Terms::gradients)));
     CHECK(m.total > a.total);
+}
+
+TEST_CASE("transformers' Trainer: FSDP 2 by default from 5.10, FSDP 1 before") {
+    // training_args.py: fsdp_config.get("version", 1) through 5.9.0, get("version", 2) from 5.10.0 (the wheels).
+    const json fsdp = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 4}};
+    CHECK(parsed(fsdp).fsdp_version == 2);
+    json old = fsdp;
+    old["framework_version"] = "5.9.0";
+    CHECK(parsed(old).fsdp_version == 1);
+    old["framework_version"] = "4.57.1";
+    CHECK(parsed(old).fsdp_version == 1);
+    old["framework_version"] = "5.10.0";
+    CHECK(parsed(old).fsdp_version == 2);
 }
 
 TEST_CASE("bad stack keys give errors naming them") {
