@@ -292,6 +292,10 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.method == TrainingMethod::distill && c.teacher_dtype == Dtype::fp32)
         out.push_back({"Teacher in bf16", {{"teacher_dtype", "bf16"}},
                        "teacher_model_init_kwargs dtype bfloat16: half the teacher's weights and hidden states"});
+    if (method.takes_reference && c.reference == Reference::model && c.strategy == Strategy::fsdp && c.fsdp_version == 2 && c.zero == 3)
+        out.push_back({"FSDP 1 for the reference's sake", {{"fsdp_version", 1}},
+                       "TRL's prepare_fsdp wraps the reference per layer under FSDP 1 (its root unit kept) instead of one FSDP 2 unit "
+                       "gathered whole for each forward; FSDP 1 is deprecated from transformers 5.18"});
     if (c.method == TrainingMethod::ppo && std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) > 1)
         out.push_back({"Generate and score the rollout in smaller chunks", {{"rollout_forward_batch", std::max<std::uint64_t>(1, std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) / 2)}},
                        "local_rollout_forward_batch_size: generation's KV cache and the reference's whole logits shrink (the rollout's scores do not)"});
