@@ -41,7 +41,7 @@ enum class QuantBackend { bitsandbytes, torchao };
 // (recognised, not modelled yet).
 enum class Fp8Recipe { none, torchao_tensorwise, torchao_rowwise, te_delayed, te_current };
 // What the step trains on: supervised fine-tuning or pre-training, or one of TRL's trainers (training_methods.hpp).
-enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, distill, ppo };
+enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, rloo, distill, ppo };
 // A frozen model's storage dtype.
 enum class Dtype { bf16, fp16, fp32 };
 inline double element_bytes(Dtype d) { return d == Dtype::fp32 ? 4 : 2; }
@@ -122,7 +122,7 @@ struct Config {
     TrainingMethod method = TrainingMethod::sft;
     Reference reference = Reference::none;
     std::uint64_t prompt_len = 0, completion_len = 0;
-    std::uint64_t num_generations = 8;    // GRPO: completions per prompt
+    std::uint64_t num_generations = 8;    // GRPO, RLOO: completions per prompt (RLOO's default: 2)
     InferenceEngine inference_engine = InferenceEngine::none;
     double inference_gpu_share = 0;       // a colocated vLLM's gpu_memory_utilization
     bool inference_sleep_mode = false;    // a colocated vLLM frees its share between generations

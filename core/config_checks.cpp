@@ -105,11 +105,14 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
             err("reference", m + " takes no reference model (" + t.trainer + "): use \"none\"");
         if (t.generates && c.reference == Reference::precomputed)
             err("reference", m + " scores fresh completions: its reference cannot be precomputed");
-        // TRL's GRPOConfig: the generation batch (micro_batch x processes x steps_per_generation) holds whole groups.
+        // TRL's GRPOConfig and RLOOConfig: the generation batch (micro_batch x processes x steps_per_generation) holds
+        // whole groups; RLOO's leave-one-out baseline needs two completions a prompt at least.
         const std::uint64_t generated = c.micro_batch * data_parallel(c) * c.steps_per_generation;
-        if (c.method == TrainingMethod::grpo && generated % c.num_generations)
+        if (t.groups && generated % c.num_generations)
             err("num_generations", "must divide the completions of a generation (micro_batch x data-parallel GPUs x "
                                    "steps_per_generation = " + std::to_string(generated) + ")");
+        if (c.method == TrainingMethod::rloo && c.num_generations < 2)
+            err("num_generations", "must be 2 or more: RLOO's baseline for a completion is the mean of the others");
         if (c.method == TrainingMethod::distill && c.teacher.vocab != c.model.vocab)
             err("teacher", "has a vocabulary of " + std::to_string(c.teacher.vocab) + ", the student " +
                                std::to_string(c.model.vocab) + ": the divergence compares the two over one vocabulary");
@@ -127,8 +130,8 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                 err(c.activation_offload ? "activation_offload" : "optimizer_in_backward", "is torchtune's; PPOTrainer has no such option");
         }
     }
-    if (c.method != TrainingMethod::grpo && c.inference_engine != InferenceEngine::none)
-        err("inference_engine", "a vLLM engine generates for GRPO: set \"method\": \"grpo\"");
+    if (!method_traits(c.method).groups && c.inference_engine != InferenceEngine::none)
+        err("inference_engine", "a vLLM engine generates for GRPO and RLOO: set \"method\": \"grpo\" or \"rloo\"");
     if (c.strategy == Strategy::deepspeed &&
         (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");

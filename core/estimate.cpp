@@ -301,7 +301,8 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
                        "local_rollout_forward_batch_size: generation's KV cache and the reference's whole logits shrink (the rollout's scores do not)"});
     if (c.method == TrainingMethod::ppo && (c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c)) == 4)
         out.push_back({"Reward model in bf16", {{"reward_dtype", "bf16"}}, "the frozen reward model's weights halve"});
-    if (c.method == TrainingMethod::grpo && c.num_generations % 2 == 0 && c.micro_batch % 2 == 0)
+    if (method.groups && c.num_generations % 2 == 0 && c.num_generations / 2 >= (c.method == TrainingMethod::rloo ? 2 : 1) &&
+        c.micro_batch % 2 == 0)
         out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
                        {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
                        "half the completions per step: the KV cache and the policy's batch halve"});

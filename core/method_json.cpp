@@ -6,13 +6,14 @@ namespace vramcalc {
 
 namespace {
 
-const Names<TrainingMethod, 9> kTraining{{{TrainingMethod::sft, "sft"},
+const Names<TrainingMethod, 10> kTraining{{{TrainingMethod::sft, "sft"},
                                           {TrainingMethod::dpo, "dpo"},
                                           {TrainingMethod::ipo, "ipo"},
                                           {TrainingMethod::kto, "kto"},
                                           {TrainingMethod::orpo, "orpo"},
                                           {TrainingMethod::simpo, "simpo"},
                                           {TrainingMethod::grpo, "grpo"},
+                                          {TrainingMethod::rloo, "rloo"},
                                           {TrainingMethod::distill, "distill"},
                                           {TrainingMethod::ppo, "ppo"}}};
 const Names<Reference, 4> kReference{{{Reference::none, "none"},
@@ -76,21 +77,22 @@ void read_training_method(Reader& r, Config& c, std::vector<FieldError>& errors,
     r.choice("method", c.method, kTraining);
     const MethodTraits& m = method_traits(c.method);
     // TRL's defaults: a second model for a full fine-tune, the policy with its adapters off for a PEFT one (DPO,
-    // KTO); GRPO's beta 0 and the reference-free methods take none.
-    if (m.needs_reference)
+    // KTO, RLOO's beta 0.05, PPO); GRPO's beta 0 and the reference-free methods take none.
+    if (m.reference_by_default)
         c.reference = c.finetune.method == FinetuneMethod::full ? Reference::model : Reference::base_without_adapters;
     r.choice("reference", c.reference, kReference);
     r.integer("prompt_len", c.prompt_len, 1, kMaxTokens);
     r.integer("completion_len", c.completion_len, 1, kMaxTokens);
+    if (c.method == TrainingMethod::rloo) c.num_generations = 2;  // RLOOConfig's default
     r.integer("num_generations", c.num_generations, 1, kMaxBatch);
     read_inference_engine(r, c, errors);
-    // TRL's GRPOConfig: steps_per_generation defaults to gradient_accumulation_steps (DistillationTrainer always
-    // generates that many micro-batches at once).
+    // TRL's GRPOConfig and RLOOConfig: steps_per_generation defaults to gradient_accumulation_steps
+    // (DistillationTrainer always generates that many micro-batches at once).
     c.steps_per_generation = c.grad_accum;
     r.integer("steps_per_generation", c.steps_per_generation, 1, kMaxBatch);
     r.integer("num_iterations", c.num_iterations, 1, kMaxBatch);
     for (const char* key : {"steps_per_generation", "num_iterations", "num_generations"})
-        if (c.method != TrainingMethod::grpo && r.has(key)) r.fail(key, "goes with \"method\": \"grpo\"");
+        if (!m.groups && r.has(key)) r.fail(key, "goes with \"method\": \"grpo\" or \"rloo\"");
     if (const json* t = r.find("teacher")) read_model(t, c.teacher, "teacher", c.notes, errors);
     r.choice("teacher_dtype", c.teacher_dtype, kDtype);
     r.choice("divergence", c.divergence, kDivergence);
@@ -112,7 +114,7 @@ void training_method_to_json(const Config& c, json& out) {
     out["method"] = to_string(c.method);
     if (!is_trl(c)) return;
     out["reference"] = to_string(c.reference), out["prompt_len"] = c.prompt_len, out["completion_len"] = c.completion_len;
-    if (c.method == TrainingMethod::grpo) {
+    if (method_traits(c.method).groups) {
         out["num_generations"] = c.num_generations;
         out["steps_per_generation"] = c.steps_per_generation, out["num_iterations"] = c.num_iterations;
         out["inference_engine"] = c.inference_engine == InferenceEngine::vllm_colocate

@@ -21,7 +21,9 @@ struct MethodTraits {
     TrlHead head;
     bool takes_reference;    // a reference model or precomputed log-probabilities
     bool needs_reference;
+    bool reference_by_default;  // TRL's default beta takes one
     bool generates;          // completions generated inside the step
+    bool groups;             // num_generations completions per prompt, scored as a group (GRPO, RLOO)
 };
 
 const MethodTraits& method_traits(TrainingMethod);

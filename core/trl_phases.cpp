@@ -86,6 +86,16 @@ double reference_weights_bytes(const Config& c) {
     return double(total_params(c.model)) * weight_element_bytes(c) / (c.strategy == Strategy::fsdp ? dp(c) : 1);
 }
 
+// GRPO's no-grad policy forward for importance sampling (_generate_and_score_completions): when generation and
+// optimizer steps are misaligned (gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0), and
+// always with vLLM (vllm_importance_sampling_correction defaults to True). RLOO's always: its KL penalty is in the
+// reward (rloo_trainer.py).
+bool scores_old_logps(const Config& c) {
+    if (c.method == TrainingMethod::rloo) return true;
+    return c.method == TrainingMethod::grpo &&
+           (c.inference_engine != InferenceEngine::none || c.grad_accum % (c.steps_per_generation * c.num_iterations) != 0);
+}
+
 // What FSDP holds unsharded beyond the shards at each moment of a fused-head trainer's step (TRL 1.16's
 // prepare_fsdp for the reference, accelerate 1.15's fsdp2_prepare_model / FSDP1 auto-wrap for the policy;
 // measured on 2 gloo ranks, tests/validation/stacks/trl-fsdp README sections 1-2), in the unsharded dtype.
@@ -107,17 +117,17 @@ FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
     const double tail = double(norm_params(a) + lm_head_params(a)) * e;  // [final norm, lm_head]
     const double whole = double(total_params(a)) * e;
     const bool reference_model = c.reference == Reference::model;
-    // GRPO (generation) and KTO (its KL pass) run the policy before its training forward.
-    const bool policy_first = c.method == TrainingMethod::grpo || c.method == TrainingMethod::kto;
+    // GRPO and RLOO (generation) and KTO (its KL pass) run the policy before its training forward.
+    const bool groups = method_traits(c.method).groups, policy_first = groups || c.method == TrainingMethod::kto;
     if (c.fsdp_version == 1) {
         // FSDP1 never reshards a root unit (embedding, final norm, lm_head) after its forward: the reference's stays
         // gathered for good, the policy's from its forward to the end of backward. GRPO's generation runs under
         // summon_full_params(root, recurse=False) (trl/distributed.py), which frees the root's gradient shard and
-        // reshards the root on exit, so its reference pass holds no root.
+        // reshards the root on exit, so its reference pass holds no root unless an old-log-prob pass gathered it.
         const double root = double(embedding_params(a)) * e + tail;
         u.reference_kept = reference_model ? root : 0;
         u.policy_forward = u.backward = root;
-        u.reference = c.method == TrainingMethod::grpo ? 0 : root;
+        u.reference = groups && !scores_old_logps(c) ? 0 : root;
         u.generation = u.generation_prefill = root + layer;
         u.policy_pass = root + layer;
         u.gradients_before_generation = gradients_bytes(policy) - double(embedding_params(a) + norm_params(a) + lm_head_params(a)) *
@@ -157,14 +167,6 @@ double teacher_weights_bytes(const Config& c) {
 // GRPO generates steps_per_generation micro-batches' completions at once (GRPOTrainer._prepare_inputs), and
 // DistillationTrainer grad_accum's; both score them per micro-batch.
 double generation_rows(const Config& c) { return rows(c) * double(c.steps_per_generation); }
-
-// GRPO's no-grad policy forward for importance sampling (_generate_and_score_completions): when generation and
-// optimizer steps are misaligned (gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0), and
-// always with vLLM (vllm_importance_sampling_correction defaults to True).
-bool scores_old_logps(const Config& c) {
-    return c.method == TrainingMethod::grpo &&
-           (c.inference_engine != InferenceEngine::none || c.grad_accum % (c.steps_per_generation * c.num_iterations) != 0);
-}
 
 // Generation in the training process: the larger of the prefill and the KV cache at its longest (transformers'
 // DynamicCache, one layer's K or V briefly twice as torch.cat grows it). The cache takes its first tensor's
@@ -226,22 +228,23 @@ std::vector<Phase> fused_logprob_phases(const Config& c) {
     const bool scores_reference = c.reference == Reference::model || c.reference == Reference::base_without_adapters;
     std::vector<Phase> out;
 
-    if (c.method == TrainingMethod::grpo) add_generation(c, policy, base, out);
+    const bool groups = method_traits(c.method).groups;
+    if (groups) add_generation(c, policy, base, out);
     // A no-grad forward through the head: the backbone's last hidden state, the head's input and its buffers.
     Terms scoring = base;
     scoring.activations = last_hidden + scored(c) * double(c.model.hidden) * x;
     scoring.logits = scoring_head.forward;
     scoring.temporaries += weight_casts;
     // Before the policy's forward, with no graph alive: KTO's KL completions through the policy
-    // (KTOTrainer._compute_loss), GRPO's old log-probs and reference.
+    // (KTOTrainer._compute_loss), GRPO's and RLOO's old log-probs and reference.
     Terms policy_pass = scoring;
     policy_pass.temporaries += fsdp.policy_pass;
     if (c.method == TrainingMethod::kto) out.push_back({"kl_policy", policy_pass});
     if (scores_old_logps(c)) out.push_back({"old_logps", policy_pass});
-    if (c.method == TrainingMethod::grpo && scores_reference) {
+    if (groups && scores_reference) {
         Terms reference = scoring;
         reference.temporaries += fsdp.reference;
-        reference.gradients += fsdp.gradients_before_generation;
+        reference.gradients += scores_old_logps(c) ? 0 : fsdp.gradients_before_generation;
         out.push_back({"reference", reference});
     }
     Terms forward = base;
@@ -251,7 +254,7 @@ std::vector<Phase> fused_logprob_phases(const Config& c) {
     forward.temporaries += weight_casts + fsdp.policy_forward;
     out.push_back({"policy_forward", forward});
     // DPO and KTO score the reference after the policy's forward, its graph alive (KTO the KL completions first).
-    if (c.method != TrainingMethod::grpo && scores_reference) {
+    if (!groups && scores_reference) {
         Terms reference = scoring;
         reference.activations += a;
         reference.temporaries += fsdp.reference;

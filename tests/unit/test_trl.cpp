@@ -255,3 +255,33 @@ TEST_CASE("DPO and GRPO under FSDP: the reference sharded, and gathered whole by
     grpo.update({{"method", "grpo"}, {"num_generations", 8}, {"micro_batch", 8}, {"fsdp_version", 2}});
     CHECK(estimate_memory(parsed(grpo)).phases[0].name == "generation");
 }
+
+TEST_CASE("RLOO: GRPO's passes with its old log-probs always scored and a reference by default") {
+    const json base = {{"model", "qwen2.5-7b"}, {"gpu", "h100-80gb"}, {"method", "rloo"}, {"prompt_len", 256},
+                       {"completion_len", 1024}, {"micro_batch", 8}, {"finetune", kLora}};
+    const Config c = parsed(base);
+    // RLOOConfig: beta 0.05 (a reference: PEFT's adapters off), num_generations 2.
+    CHECK(c.reference == Reference::base_without_adapters);
+    CHECK(c.num_generations == 2);
+    CHECK(phase_names(estimate_memory(c)) ==
+          std::vector<std::string>{"generation", "old_logps", "reference", "policy_forward", "backward", "optimizer_step"});
+    json full = base;
+    full["finetune"] = "full";
+    CHECK(parsed(full).reference == Reference::model);
+    json beta0 = base;
+    beta0["reference"] = "none";
+    CHECK(phase_names(estimate_memory(parsed(beta0))) ==
+          std::vector<std::string>{"generation", "old_logps", "policy_forward", "backward", "optimizer_step"});
+    // The same step as GRPO's when GRPO scores its old log-probs too (misaligned steps).
+    json grpo = base;
+    grpo.update({{"method", "grpo"}, {"num_generations", 2}, {"reference", "base-without-adapters"}, {"grad_accum", 2},
+                 {"steps_per_generation", 1}, {"num_iterations", 1}});
+    json rloo = grpo;
+    rloo["method"] = "rloo";
+    CHECK(estimate_memory(parsed(rloo)).total == estimate_memory(parsed(grpo)).total);
+    json one = base;
+    one["num_generations"] = 1;
+    const ParsedConfig p = parse_config(one);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.errors[0].field == "num_generations");
+}

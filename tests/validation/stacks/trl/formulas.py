@@ -9,7 +9,7 @@ no dropout: what vramcalc's finetune model already computes for this stack); for
 from the measured trace (``saved_bytes``), since vramcalc's existing bf16-mixed / bf16-base-mixed activation
 model (validated by measure_hf.py and stacks/qlora) is not what is being checked here.  Everything TRL-specific
 (the reference model, the fused LM head and its tiles, generation, the buffered batch) is a closed form.
-Methods: DPO (any loss type) and KTO (`predict`: fused LM head), GRPO (`predict`), ORPO and SimPO
+Methods: DPO (any loss type) and KTO (`predict`: fused LM head), GRPO and RLOO (`predict`), ORPO and SimPO
 (`predict_logits`: full fp32 logits), distillation (`predict_distill`: ChunkedDivergenceFunction).
 """
 import argparse
@@ -47,7 +47,7 @@ def n_param_tensors(m, lora):
 
 def geometry(rec):
     c = rec["config"]
-    if c["method"] in ("dpo", "orpo", "simpo"):
+    if c["method"] in ("dpo", "ipo", "orpo", "simpo"):
         Bs = 2 * c["micro_batch"]          # pairs -> chosen + rejected rows in one forward
     else:
         Bs = c["micro_batch"]              # GRPO completions, KTO examples, distillation sequences
@@ -100,13 +100,25 @@ def generation_bytes(m, Bg, Pl, C, prec, lora):
     return max(prefill, decode)
 
 
-def predict(rec):
+def predict(rec, rloo=None):
+    """DPO, KTO, GRPO; RLOO records with rloo="grpo" (GRPO's forms, the old log-probs pass always on, as GRPO
+    buffers it: (rows, C) old_per_token_logps) or rloo="rloo" (RLOO's own buffered batch and loss)."""
     c, meas = rec["config"], rec["measured"]
-    if c["method"] == "grpo":
+    old_always = False
+    if c["method"] == "ipo":
+        c = dict(c, method="dpo")                         # DPOTrainer with loss_type ["ipo"]: the DPO path
+    if c["method"] == "rloo":
+        assert rloo in ("grpo", "rloo"), rloo
+        c = dict(c, method="grpo")
+        old_always = True
+        for k in ("steps_per_generation", "num_iterations", "beta"):
+            c.setdefault(k, rec["hf"]["rloo"][k])
+    elif c["method"] == "grpo":
         # the GRPO schedule (steps_per_generation, num_iterations, beta) is in the trainer settings, not in config
         c = dict(c)
         for k in ("steps_per_generation", "num_iterations", "beta"):
             c.setdefault(k, rec["hf"]["grpo"][k])
+    rloo_own = rloo == "rloo"
     rec_method[0] = c["method"]
     m = shape(rec)
     L, H, I, nh, kv, hd, V = (m[k] for k in ("L", "H", "I", "nh", "kv", "hd", "V"))
@@ -141,8 +153,12 @@ def predict(rec):
         spg = c["steps_per_generation"]
         rows = Bs * spg                                   # the whole generation batch stays buffered
         batch = rows * S * 8 * 2 + rows * 4 + 8 + (rows * c["completion_len"] * 4 if c["beta"] else 0)
-        if spg > 1 or c["num_iterations"] > 1:
+        if spg > 1 or c["num_iterations"] > 1 or old_always:
             batch += rows * c["completion_len"] * 4       # old_per_token_logps
+        if rloo_own:
+            # RLOO buffers prompt/completion ids and masks (int64), old_logps and advantages (rows,) fp32: the KL is
+            # already in the advantages, the old log-probs are summed per sequence, no num_items_in_batch
+            batch = rows * S * 8 * 2 + 2 * rows * 4
     static = W + ref + opt + batch + 4                    # + Trainer._tr_loss
     out["step_start"] = (static, meas["step_start_bytes"])
 
@@ -156,8 +172,12 @@ def predict(rec):
     else:
         A = sum(meas["saved_bytes"].values())
     if c["method"] == "grpo" and prec == "32-true" and not gc:
-        # the loss keeps a few (Bs, C) fp32 tensors (ratio, clipped terms, KL) and the cat'ed input ids
-        A += (3 + (2 if c["beta"] else 0)) * Bs * c["completion_len"] * 4 + Bs * S * 8
+        if rloo_own:
+            # RLOO's loss is per sequence: exp(log_ratio) and the two products, (Bs,) fp32; the cat'ed input ids
+            A += 3 * Bs * 4 + Bs * S * 8
+        else:
+            # the loss keeps a few (Bs, C) fp32 tensors (ratio, clipped terms, KL) and the cat'ed input ids
+            A += (3 + (2 if c["beta"] else 0)) * Bs * c["completion_len"] * 4 + Bs * S * 8
 
     # ---- the fused LM head (ChunkedLogProbFunction) ----
     mm_buf = n * VOCAB_CHUNK * cdt
@@ -190,6 +210,9 @@ def predict(rec):
         kept = A if c["method"] in ("dpo", "kto") else 0  # DPO/KTO: the policy's graph is alive; GRPO: scored first
         if c["method"] == "grpo" and c["checkpointing"] != "none":
             kept = 0
+        if rloo_own:
+            # RLOO runs the reference after the old log-probs pass: old_per_token_logps (rows, C) and old_logps (rows,)
+            kept = Bs * c["steps_per_generation"] * (c["completion_len"] + 1) * 4
         out["reference"] = (static + kept + ref_head, meas["phase_peak_bytes"]["reference"])
         if c["method"] == "kto":
             # the reference's KL-batch forward (same rows, same length here), also after the policy forward
@@ -349,7 +372,8 @@ def predict_distill(rec):
     bufs = 2 * n * VOCAB_CHUNK * 4
     copies = N * H * 4 + N * Ht * 4
     vecs = 9 * N * 4
-    jsd = 0.0 < c["beta"] < 1.0                          # generalized JSD: a second pass over the tiles (_jsd_tile)
+    # generalized JSD (TRL's 0 < beta < 1): a second pass over the tiles (_jsd_tile); config says "divergence"
+    jsd = c["divergence"] == "jsd" if "divergence" in c else 0.0 < rec["hf"]["distill"]["beta"] < 1.0
     k_fwd = 28 if jsd else 24                            # CPU: bytes of fp32 (n, Vt) temporaries per tile element
     last_t = T * Ht * at
     out["loss"] = (static + inputs + A + last_s + last_t + copies + bufs + vecs + k_fwd * n * Vt,
@@ -369,26 +393,35 @@ def main():
     ap.add_argument("--jsonl", default=os.path.join(HERE, "measured.jsonl"))
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    worst = {}
+    worst, worst_grpo_forms = {}, {}
     for line in open(args.jsonl):
         rec = json.loads(line)
         meth = rec["config"]["method"]
-        res = predict_logits(rec) if meth in ("orpo", "simpo") else predict_distill(rec) if meth == "distill" \
-            else predict(rec)
-        cells = []
-        for k, (p, mm) in res.items():
-            r = p / mm - 1
-            cells.append("%s %d/%d %+.2f%%" % (k, p, mm, 100 * r))
-            worst[k] = max(worst.get(k, 0), abs(r))
-        if args.markdown:
-            cols = COLS
-            print("| %s | %s |" % (rec["name"], " | ".join(
-                "%+.2f%%" % (100 * (res[k][0] / res[k][1] - 1)) if k in res else "-" for k in cols)))
+        if meth == "rloo":
+            # RLOO: GRPO's forms as they are (old log-probs pass always on), then RLOO's own batch and loss
+            variants = [(rec["name"] + " (GRPO forms)", predict(rec, rloo="grpo"), worst_grpo_forms),
+                        (rec["name"], predict(rec, rloo="rloo"), worst)]
         else:
-            print(rec["name"])
-            for cell in cells:
-                print("   ", cell)
+            variants = [(rec["name"], predict_logits(rec) if meth in ("orpo", "simpo") else predict_distill(rec)
+                         if meth == "distill" else predict(rec), worst)]
+        for name, res, w in variants:
+            cells = []
+            for k, (p, mm) in res.items():
+                r = p / mm - 1
+                cells.append("%s %d/%d %+.2f%%" % (k, p, mm, 100 * r))
+                w[k] = max(w.get(k, 0), abs(r))
+            if args.markdown:
+                cols = COLS
+                print("| %s | %s |" % (name, " | ".join(
+                    "%+.2f%%" % (100 * (res[k][0] / res[k][1] - 1)) if k in res else "-" for k in cols)))
+            else:
+                print(name)
+                for cell in cells:
+                    print("   ", cell)
     print("largest |residual| per phase:", ", ".join("%s %.2f%%" % (k, 100 * v) for k, v in worst.items()))
+    if worst_grpo_forms:
+        print("RLOO with GRPO's forms, largest |residual| per phase:",
+              ", ".join("%s %.2f%%" % (k, 100 * v) for k, v in worst_grpo_forms.items()))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ cpo_alpha 0): no reference, full logits, phases policy_forward (the model call) 
 (``_compute_kl_logps`` with the reference), reference; distillation (``DistillationTrainer``: on-policy, the
 student generates every step; teacher = a 6-layer hidden-384 Llama of the same vocabulary, loaded by path):
 phases generation, scoring, policy_forward / teacher (``_get_last_hidden_state`` with / without grad), loss
-(``ChunkedDivergenceFunction``).
+(``ChunkedDivergenceFunction``); RLOO (``RLOOTrainer``: GRPO's generation and fused-head path, but
+``_generate_and_score_completions`` always runs the no-grad policy pass for the old log-probs, then the reference,
+beta default 0.05 folded into the reward as a sequence-level KL, leave-one-out advantages, a per-sequence clipped
+loss): the GRPO phases, with old_logps in every step that generates.
 
 Counting is the method of tests/validation/measure_hf.py (profiler_memory.py): the whole run -- model loading,
 trainer construction, every step -- is profiled with ``torch.profiler.profile(profile_memory=True)``; the
@@ -49,12 +52,13 @@ running total at that instant.  Phases are profiler ranges opened by wrappers ar
   GRPO:  generation      ``GRPOTrainer._generate_single_turn`` (``unwrapped_model.generate``: KV cache, sampling)
          scoring         the rest of ``_generate_and_score_completions`` (tokenizing, padding, advantages)
          old_logps       ``_get_per_token_logps_and_entropies(self.model, ...)`` under no_grad (only when
-                         gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0)
+                         gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0; RLOO: always)
          reference       the same with ``self.ref_model`` or inside ``use_adapter(model, None)``
          reward          ``_calculate_rewards``
          policy_forward  ``_get_per_token_logps_and_entropies`` with grad (inside compute_loss)
          loss            the rest of ``compute_loss``
-  both:  backward (``accelerator.backward``), clip_grad (``Trainer._clip_grad_norm``), optimizer (between the
+  RLOO:  as GRPO (the same method names in ``trl/trainer/rloo_trainer.py``)
+  all:   backward (``accelerator.backward``), clip_grad (``Trainer._clip_grad_norm``), optimizer (between the
          ``on_pre_optimizer_step`` and ``on_optimizer_step`` callbacks), after_optimizer (scheduler, zero_grad)
 
 Saved for backward: a saved_tensors_hook tracer (profiler_memory.BlockSavedTracer: pack returns a detached alias
@@ -158,6 +162,16 @@ def _grpo(name, finetune, precision, num_generations, prompts=2, prompt=32, comp
                              num_iterations=num_iterations, steps=steps))
 
 
+def _rloo(name, finetune, precision, num_generations, prompts=2, prompt=32, completion=64, beta=0.05, gc="none",
+          steps_per_generation=None, num_iterations=1, steps=2):
+    """RLOOTrainer: GRPO's settings (reward, generation, LoRA); beta 0.05 is RLOOConfig's default."""
+    reference = "none" if beta == 0 else ("model" if finetune == "full" else "base-without-adapters")
+    CASES.append(OrderedDict(name=name, method="rloo", finetune=finetune, precision=precision, reference=reference,
+                             num_generations=num_generations, prompts=prompts, prompt_len=prompt,
+                             completion_len=completion, beta=beta, gc=gc, steps_per_generation=steps_per_generation,
+                             num_iterations=num_iterations, steps=steps))
+
+
 # DPO: 2 pairs, prompt 64 + completion 192 (191 words + EOS) -> 4 sequences of 256 tokens
 _dpo("dpo_full_ref_fp32", "full", "32-true", "model")
 _dpo("dpo_full_ref_bf16mixed", "full", "bf16-mixed", "model")
@@ -195,6 +209,11 @@ _distill("distill_full_fp32", "full", "32-true")
 _distill("distill_full_bf16mixed", "full", "bf16-mixed")
 _distill("distill_lora_fp32", "lora", "32-true")
 _distill("distill_full_jsd_fp32", "full", "32-true", beta=0.5)
+# RLOO: 2 prompts x 4 completions per step, prompt 32, completion 64 (as GRPO); old log-probs every generation
+_rloo("rloo_full_g4_fp32", "full", "32-true", 4)
+_rloo("rloo_full_g4_bf16mixed", "full", "bf16-mixed", 4)
+_rloo("rloo_lora_g4_fp32", "lora", "32-true", 4)
+_rloo("rloo_full_g4_beta0_fp32", "full", "32-true", 4, beta=0.0)
 
 # the distillation teacher: a bigger tiny Llama with the same vocabulary and tokenizer
 TEACHER_HF = OrderedDict(HF, num_hidden_layers=6, hidden_size=384, intermediate_size=1152, num_attention_heads=6,
@@ -523,7 +542,11 @@ def install(s):
         # the student's backbone (with grad) and the teacher's (no_grad); the chunked divergence is in "loss"
         P.wrap(t, "_get_last_hidden_state", lambda *a, **k: "policy_forward" if torch.is_grad_enabled() else "teacher")
     else:
-        import trl.trainer.grpo_trainer as mod
+        # GRPO and RLOO: the same method names
+        if case["method"] == "rloo":
+            import trl.trainer.rloo_trainer as mod
+        else:
+            import trl.trainer.grpo_trainer as mod
         P.wrap(t, "_generate_and_score_completions", "scoring")
         P.wrap(t, "_generate_single_turn", "generation")
         P.wrap(t, "_calculate_rewards", "reward")
@@ -568,6 +591,7 @@ PHASES = {
 GRPO_PHASES = ("generation", "scoring", "old_logps", "reference", "reward", "policy_forward", "loss", "backward",
                "clip_grad", "optimizer", "after_optimizer")
 PHASES["grpo"] = GRPO_PHASES
+PHASES["rloo"] = GRPO_PHASES
 
 
 def build_trainer(case, path, s):
@@ -617,6 +641,15 @@ def build_trainer(case, path, s):
                                   log_completions=False, **common)
         trainer = DistillationTrainer(model=model, teacher_model=s.teacher_dir, args=args, train_dataset=ds,
                                       processing_class=tok, peft_config=peft_config)
+    elif case["method"] == "rloo":
+        from trl import RLOOConfig, RLOOTrainer
+        args = RLOOConfig(per_device_train_batch_size=micro_batch(case), num_generations=case["num_generations"],
+                          max_completion_length=case["completion_len"], beta=case["beta"],
+                          steps_per_generation=case["steps_per_generation"], num_iterations=case["num_iterations"],
+                          generation_kwargs={"min_new_tokens": case["completion_len"]}, use_vllm=False,
+                          log_completions=False, **common)
+        trainer = RLOOTrainer(model=model, reward_funcs=reward_len, args=args, train_dataset=ds,
+                              processing_class=tok, peft_config=peft_config)
     else:
         from trl import GRPOConfig, GRPOTrainer
         args = GRPOConfig(per_device_train_batch_size=micro_batch(case), num_generations=case["num_generations"],
@@ -810,7 +843,7 @@ def run_one(case, base_dir, args, tout):
         "bf16" if case["precision"] == "bf16-base-mixed" else "fp32")),
         ("trainer", {"dpo": "DPOTrainer", "grpo": "GRPOTrainer", "orpo": "experimental.orpo.ORPOTrainer",
                      "simpo": "experimental.cpo.CPOTrainer", "kto": "KTOTrainer",
-                     "distill": "DistillationTrainer"}[case["method"]]),
+                     "distill": "DistillationTrainer", "rloo": "RLOOTrainer"}[case["method"]]),
         ("autocast", case["precision"] in ("bf16-mixed", "bf16-base-mixed")),
         ("gradient_checkpointing", case["gc"])])
     if case["finetune"] == "lora":
@@ -837,6 +870,16 @@ def run_one(case, base_dir, args, tout):
                          "generation_kwargs": {"min_new_tokens": case["completion_len"]}, "use_vllm": False,
                          "teacher": "by path (teacher_model_init_kwargs unset)",
                          "tokens": "prompt %d + generated %d" % (case["prompt_len"], case["completion_len"])}
+    elif case["method"] == "rloo":
+        hf["rloo"] = {"beta": case["beta"], "num_generations": case["num_generations"],
+                      "per_device_train_batch_size": micro_batch(case),
+                      "steps_per_generation": case["steps_per_generation"] or 1,
+                      "num_iterations": case["num_iterations"], "use_vllm": False,
+                      "generation_kwargs": {"min_new_tokens": case["completion_len"]},
+                      "reward": "len(completion) in characters",
+                      "kl": "beta * sum of (old - ref) log-probs subtracted from the reward (no KL term in the loss)",
+                      "advantages": "leave-one-out baseline, normalize_advantages False",
+                      "loss": "per-sequence clipped ratio, epsilon 0.2, mean over sequences"}
     else:
         hf["grpo"] = {"beta": case["beta"], "loss_type": "dapo", "num_generations": case["num_generations"],
                       "per_device_train_batch_size": micro_batch(case),
@@ -856,6 +899,54 @@ def run_one(case, base_dir, args, tout):
     return rec
 
 
+def merge_jsonl(path, records):
+    """--merge: the existing lines stay byte for byte; a record replaces the line of the same name, else is appended."""
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = [ln if ln.endswith("\n") else ln + "\n" for ln in f if ln.strip()]
+    where = {json.loads(ln)["name"]: i for i, ln in enumerate(lines)}
+    for r in records:
+        ln = json.dumps(r) + "\n"
+        if r["name"] in where:
+            lines[where[r["name"]]] = ln
+        else:
+            where[r["name"]] = len(lines)
+            lines.append(ln)
+    with open(path, "w") as f:
+        f.writelines(lines)
+
+
+TRACE_SEP = "=" * 110
+
+
+def merge_trace_file(path, sections, legend):
+    """--merge: the trace file's header and other cases' sections stay as they are; a case's section (from its
+    separator line to the next) is replaced in place or appended."""
+    head, order, text = [], [], {}
+    if os.path.exists(path):
+        with open(path) as f:
+            lines = f.read().splitlines(True)
+        cur = None
+        for i, ln in enumerate(lines):
+            if ln.rstrip("\n") == TRACE_SEP and i + 1 < len(lines) and lines[i + 1].startswith("=== "):
+                cur = lines[i + 1][4:].split()[0]
+                order.append(cur)
+                text[cur] = []
+            (head if cur is None else text[cur]).append(ln)
+        text = {k: "".join(v) for k, v in text.items()}
+    else:
+        head = [legend + "\n"]
+    for name, t in sections.items():
+        if name not in text:
+            order.append(name)
+        text[name] = t
+    with open(path, "w") as f:
+        f.write("".join(head))
+        for name in order:
+            f.write(text[name])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="JSONL output path")
@@ -864,6 +955,9 @@ def main():
     ap.add_argument("--exact", default=None, help="run only this case (used for child processes)")
     ap.add_argument("--no-trace", action="store_true", help="no saved-tensor hooks (checks they change nothing)")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other cases of --out and --trace-out byte for byte: a measured case replaces its own "
+                         "line / trace section in place, a new case is appended")
     ap.add_argument("--model-dir", default=os.path.join(tempfile.gettempdir(), "vramcalc-trl-tiny-llama"))
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -882,9 +976,15 @@ def main():
     import peft
     import trl
     import accelerate
-    tout = open(args.trace_out, "w") if args.trace_out else sys.stdout
-    print(TRACE_LEGEND % (torch.__version__, transformers.__version__, peft.__version__, trl.__version__,
-                          accelerate.__version__), file=tout)
+    legend = TRACE_LEGEND % (torch.__version__, transformers.__version__, peft.__version__, trl.__version__,
+                             accelerate.__version__)
+    merge_traces = args.merge and args.trace_out
+    if merge_traces:
+        tout = None
+        sections = OrderedDict()
+    else:
+        tout = open(args.trace_out, "w") if args.trace_out else sys.stdout
+        print(legend, file=tout)
     records, failures = [], []
     for c in cases:
         # every case in a fresh process: objects of an earlier case would be freed inside a later case's profile
@@ -898,19 +998,26 @@ def main():
                 if p.returncode != 0:
                     raise RuntimeError("child exited %d" % p.returncode)
                 rec = json.loads(p.stdout.strip().splitlines()[-1], object_pairs_hook=OrderedDict)
-                tout.write(tf.read())
-                tout.flush()
+                if merge_traces:
+                    sections[c["name"]] = tf.read()
+                else:
+                    tout.write(tf.read())
+                    tout.flush()
         except Exception as e:  # noqa: BLE001
             msg = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:300] if str(e) else "")
             failures.append((c["name"], msg))
             print("%-34s FAILED %s" % (c["name"], msg), file=sys.stderr, flush=True)
             continue
         records.append(rec)
-    if args.out:
+    if args.out and args.merge:
+        merge_jsonl(args.out, records)
+    elif args.out:
         with open(args.out, "w") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")
-    if args.trace_out:
+    if merge_traces:
+        merge_trace_file(args.trace_out, sections, legend)
+    elif args.trace_out:
         tout.close()
     for n, msg in failures:
         print("FAILED %s: %s" % (n, msg), file=sys.stderr)
