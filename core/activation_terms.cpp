@@ -49,14 +49,18 @@ double megatron_layer_bytes(const Config& c) {
     const double f = double(is_moe(a) ? expert_ffn(a) : a.ffn) * double(a.experts_per_token);
     const double replicated = c.sequence_parallel ? 1 / t : 1;  // LN, dropout and block inputs
     const double e = 2;
+    // Transformer Engine's fp8 (stacks/fp8 A.9): the qkv and fc1 norms' outputs and fc2's input saved in 1 B, and
+    // proj's own fp8 copy of its input beside attention's bf16 output.
+    const double f8 = te_fp8(c) ? 1 : e;
     double split = e * tokens(c) * (q + 2 * kv) + e * tokens(c) * q;  // Q, K, V and the projection input
-    split += gated(a) ? 3 * e * tokens(c) * f : 2 * e * tokens(c) * f;
+    if (te_fp8(c)) split += tokens(c) * q;
+    split += (gated(a) ? 2 * e * tokens(c) * f : e * tokens(c) * f) + f8 * tokens(c) * f;  // fc1 output, fc2 input
     double s2 = 0;
     if (c.attention == Attention::eager && c.checkpointing == Checkpointing::none)
         s2 = attention_scores_elements(c) * (e + (attention_dropout(c) ? 1 + e : 0));
     else if (c.attention == Attention::flash)
         s2 = 4 * tokens(c) * double(a.heads);  // softmax log-sum-exp
-    double rep = 2 * e * sbh + e * sbh + e * sbh;  // two LN inputs, QKV input, MLP input
+    double rep = 2 * e * sbh + f8 * sbh + f8 * sbh;  // two LN inputs, QKV input, MLP input
     if (residual_dropout(c)) rep += 2 * sbh;       // two 1-byte dropout masks
     return (split + s2) / t + rep * replicated;
 }
@@ -136,9 +140,11 @@ double single_norm_bytes(const Config& c, bool weight_trains) {
 double single_norm_bytes(const Config& c) { return single_norm_bytes(c, base_weights_need_grad(c)); }
 
 // A norm's output as its projections save it: one shared tensor, or under autocast one 16-bit cast
-// per projection (autocast caches casts of leaf weights only).
-double norm_output_bytes(const Config& c, double projections) {
+// per projection (autocast caches casts of leaf weights only); te.Linear projections each their own fp8 copy,
+// 1 B an element (`fp8`, stacks/fp8 A.3, A.9).
+double norm_output_bytes(const Config& c, double projections, bool fp8) {
     const double nh = tokens(c) * double(c.model.hidden);
+    if (fp8) return nh * projections;
     return fp32_residual(c) ? compute_element_bytes(c) * nh * projections : residual_element_bytes(c) * nh;
 }
 
@@ -221,11 +227,11 @@ namespace {
 // The normalised inputs the attention and MLP projections save for their weight gradients.
 double projection_input_bytes(const Config& c) {
     const Architecture& a = c.model;
-    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !fp32_residual(c);
+    const bool shared_output = a.parallel_block && a.norms_per_layer == 1 && !fp32_residual(c) && !te_fp8(c);
     double bytes = 0;
-    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a));
+    if (attention_inputs_saved(c)) bytes += norm_output_bytes(c, attention_projections(a), te_fp8(c));
     if (mlp_inputs_saved(c) && !(shared_output && attention_inputs_saved(c)))
-        bytes += norm_output_bytes(c, is_moe(a) && !a.shared_experts ? 1 : mlp_projections(a));
+        bytes += norm_output_bytes(c, is_moe(a) && !a.shared_experts ? 1 : mlp_projections(a), te_fp8(c));
     return bytes;
 }
 
@@ -245,7 +251,7 @@ double attention_activation_bytes(const Config& c) {
     const Architecture& a = c.model;
     const double n = tokens(c), e = compute_element_bytes(c);
     const double q = double(q_width(a)), kv = double(kv_width(a)), o_in = double(a.heads) * double(is_mla(a) ? a.v_head_dim : head_dim(a));
-    const double out_proj_input = out_proj_input_saved(c) ? e * n * o_in : 0;
+    const double out_proj_input = out_proj_input_saved(c) ? (te_fp8(c) ? 1 : e) * n * o_in : 0;  // te.Linear: fp8
     double bytes = qk_norm_bytes(c);
     if (is_mla(a)) {
         if (mla_math_fallback(c))
@@ -261,6 +267,8 @@ double attention_activation_bytes(const Config& c) {
         // sliding-window layer has a mask, so its k and v are repeated to every head first.
         const double repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv ? 1 : sliding_share(c);
         bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q + 4 * n * double(a.heads);
+        // The output projection saves that output (a view), a te.Linear its own fp8 copy beside it (stacks/fp8 A.6).
+        if (te_fp8(c)) bytes += out_proj_input;
         // LitGPT splits its fused qkv output into views: without grouped heads to expand, v stays a view and
         // keeps the whole output (q and k too) alive.
         if (a.family->qkv && a.family->sdpa_repeats_kv && a.kv_heads == a.heads) bytes += e * n * (q + kv);
@@ -280,12 +288,14 @@ namespace {
 // (activations.cpp has what each activation function saves).
 double mlp_core_bytes(const Config& c, double nf, double e) {
     const ActivationCost& act = activation_cost(c.model.activation);
+    // down_proj's input as a te.Linear saves it: its own fp8 copy, 1 B an element (stacks/fp8 A.3, A.9).
+    const bool fp8_input = te_fp8(c) && down_proj_input_saved(c);
     double saved = act.saved;
     if (gated(c.model))
-        saved += 2 + (down_proj_input_saved(c) ? 1 : 0);  // act(gate) and up for the product; the product
+        saved += 2 + (down_proj_input_saved(c) && !fp8_input ? 1 : 0);  // act(gate) and up for the product; the product
     else
-        saved += act.saves_output || down_proj_input_saved(c) ? 1 : 0;
-    double bytes = saved * e * nf;
+        saved += act.saves_output || (down_proj_input_saved(c) && !fp8_input) ? 1 : 0;
+    double bytes = saved * e * nf + (fp8_input ? nf : 0);
     if (autocast(c) && c.device == Device::cuda && e < 4) bytes += act.cuda_fp32_saved * (4 - e) * nf;
     if (c.model.activation_dropout > 0) bytes += nf * (dropout_mask_element_bytes(c) + e);
     return bytes;
@@ -504,7 +514,8 @@ double previous_step_kept_input_bytes(const Config& c) {
 double final_norm_activation_bytes(const Config& c) {
     if (!holds_head(c)) return 0;
     const bool trains = trains_all_weights(c);
-    return single_norm_bytes(c, trains) / (c.sequence_parallel ? double(c.tp) : 1) + (trains ? norm_output_bytes(c, 1) : 0);
+    return single_norm_bytes(c, trains) / (c.sequence_parallel ? double(c.tp) : 1) +
+           (trains ? norm_output_bytes(c, 1, fp8_converts_head(c)) : 0);
 }
 
 namespace {
@@ -520,7 +531,7 @@ double mlp_half_activation_bytes(const Config& c) {
     if (c.strategy == Strategy::megatron) return 0;
     const Architecture& a = c.model;
     const double own_norms = a.norms_per_layer > 1 ? double(a.norms_per_layer) / 2 * single_norm_bytes(c) : 0;
-    return own_norms + (mlp_inputs_saved(c) && !a.parallel_block ? norm_output_bytes(c, mlp_projections(a)) : 0) +
+    return own_norms + (mlp_inputs_saved(c) && !a.parallel_block ? norm_output_bytes(c, mlp_projections(a), te_fp8(c)) : 0) +
            last_mlp_bytes(c);
 }
 
@@ -529,7 +540,7 @@ double mlp_half_activation_bytes(const Config& c) {
 double mlp_freed_before_backward_bytes(const Config& c) {
     if (c.strategy == Strategy::megatron) return 0;
     const double nf = tokens(c) * last_mlp_width(c);
-    return (down_proj_input_saved(c) ? compute_element_bytes(c) * nf : 0) +
+    return (down_proj_input_saved(c) ? (te_fp8(c) ? 1 : compute_element_bytes(c)) * nf : 0) +
            (residual_dropout(c) ? tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c) : 0);
 }
 
@@ -541,8 +552,11 @@ double layer_output_gradient_bytes(const Config& c) {
 // Under autocast a recomputed (checkpointed) layer casts its weights to 16-bit again (4-bit weights are
 // dequantized one projection at a time instead, a transient like any other).
 double recast_layer_weight_bytes(const Config& c) {
-    if (!fp32_residual(c) || c.finetune.method == FinetuneMethod::qlora) return 0;
-    return double(linear_weight_params(c.model)) / double(c.model.layers) * compute_element_bytes(c) / double(c.tp);
+    const double layer = double(linear_weight_params(c.model)) / double(c.model.layers) / double(c.tp);
+    if (te_fp8(c)) return layer * te_saved_weight_element_bytes(c);  // its te.Linears save fp8 weights again
+    // torchao's Float8Linear casts its fp32 weights to float8 only: no 16-bit copy (stacks/fp8 Part B).
+    if (!fp32_residual(c) || c.finetune.method == FinetuneMethod::qlora || c.fp8_recipe != Fp8Recipe::none) return 0;
+    return layer * compute_element_bytes(c);
 }
 
 // Eager softmax backward: the fp32 gradient of the scores beside the 16-bit or fp32 gradient of the

@@ -38,7 +38,7 @@ enum class PipelineSchedule { one_f_one_b, gpipe, interleaved_1f1b };
 // QLoRA's 4-bit back end: bitsandbytes' Linear4bit (PEFT, LitGPT) or torchao's NF4Tensor (torchtune).
 enum class QuantBackend { bitsandbytes, torchao };
 // FP8 training recipes: torchao's Float8Linear with dynamic tensorwise or rowwise scaling; Transformer Engine's
-// (recognised, not modelled yet).
+// delayed and current scaling (read from its source: memory_terms.cpp).
 enum class Fp8Recipe { none, torchao_tensorwise, torchao_rowwise, te_delayed, te_current };
 // What the step trains on: supervised fine-tuning or pre-training, or one of TRL's trainers (training_methods.hpp).
 enum class TrainingMethod { sft, dpo, ipo, kto, orpo, simpo, grpo, rloo, distill, ppo };

@@ -79,9 +79,17 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                              " is the adapter recipe on one GPU or DDP (16-bit frozen base, fp32 adapters, autocast): " +
                              (c.finetune.method == FinetuneMethod::full ? "with full fine-tuning use \"bf16-mixed\""
                                                                         : "under this strategy use \"bf16-mixed\" or \"bf16-true\""));
-    if (c.fp8_recipe == Fp8Recipe::te_delayed || c.fp8_recipe == Fp8Recipe::te_current)
-        err("fp8_recipe", "Transformer Engine's FP8 (fp8 weight copies, amax histories) is not modelled yet; torchao's "
-                          "\"torchao-tensorwise\" and \"torchao-rowwise\" are");
+    // Transformer Engine as read in tests/validation/stacks/fp8 (A.8): Megatron-LM's TE layers, or accelerate's
+    // conversion of a dense model's nn.Linear modules to te.Linear (one GPU, DDP, DeepSpeed, FSDP).
+    const bool te = c.fp8_recipe == Fp8Recipe::te_delayed || c.fp8_recipe == Fp8Recipe::te_current;
+    if (te && c.gpu.id == "mi300x")
+        err("fp8_recipe", "Transformer Engine is NVIDIA's (ROCm's fork is not modelled): use \"torchao-tensorwise\"");
+    else if (te && (is_moe(a) || c.finetune.method != FinetuneMethod::full || c.method != TrainingMethod::sft ||
+                    c.checkpointing == Checkpointing::selective_op ||
+                    (c.strategy != Strategy::megatron && (c.tp > 1 || c.pp > 1 || c.cp > 1 || a.family == find_family_row("gpt2")))))
+        err("fp8_recipe", "Transformer Engine's FP8 is modelled for full supervised training of dense models: "
+                          "Megatron-LM's TE layers, or accelerate's te.Linear conversion (no tensor, pipeline or "
+                          "context parallelism, not GPT-2's Conv1D, not \"selective-op\")");
     if (c.fp8_recipe != Fp8Recipe::none && c.device == Device::cpu)
         err("precision", "FP8 matmuls (torch._scaled_mm) run on CUDA only");
     if (c.fp8_recipe != Fp8Recipe::none && c.gpu.id != "custom" && !supports_fp8(c.gpu))

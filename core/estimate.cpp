@@ -503,10 +503,25 @@ Report make_report(const Config& c) {
     if (r.time.known && c.gpus > c.gpus_per_node && c.inter_node_gbps == 0 && c.gpu.network_gbps == 0)
         warn("step time: " + c.gpu.name + " has no reference multi-node system; the network is taken as " +
              number_text(kAssumedNetworkGbps) + " GB/s per GPU: set inter_node_gbps");
-    if (c.fp8_recipe != Fp8Recipe::none)
+    if (c.fp8_recipe == Fp8Recipe::torchao_tensorwise || c.fp8_recipe == Fp8Recipe::torchao_rowwise)
         warn("fp8 (torchao Float8Linear): the linears save their bf16 inputs and weights for backward and cast to float8 "
-             "inside each matmul, so activations stay as in bf16 and only the transient float8 copies are added; the "
-             "step time runs the layers' projections at the float8 peak (attention and lm_head in bf16)");
+             "inside each matmul, so activations stay as in bf16 and only the transient float8 copies are added (under "
+             "autocast they make no 16-bit weight copies); the step time runs the layers' projections at the float8 peak "
+             "(attention and lm_head in bf16)");
+    if (te_fp8(c)) {
+        const bool fsdp2 = c.strategy == Strategy::fsdp && c.fsdp_version == 2;
+        warn(std::string("fp8 (Transformer Engine, read from its v2.18 source, not measured): each te.Linear saves a 1-byte "
+                         "fp8 copy of its input for backward, and its fp8 weight (with a transposed copy before Blackwell) ") +
+             (c.strategy == Strategy::megatron ? "stays cached across steps (Megatron-LM; in weights)"
+              : fsdp2                          ? "is quantized again in backward instead (FSDP 2)"
+                                               : "is quantized every forward and saved until backward (accelerate)") +
+             (fp8_converts_head(c) ? "; lm_head is converted too" : "; lm_head stays bf16") +
+             (c.fp8_recipe == Fp8Recipe::te_delayed ? "; delayed scaling keeps an amax history per quantizer" : "") +
+             "; the step time runs the converted linears at the float8 peak (attention in bf16)");
+    }
+    if (fp8_converts_head(c) && c.model.tied_embeddings)
+        warn("fp8: accelerate's Transformer Engine conversion unties a tied lm_head (te.Linear allocates its own weight, which "
+             "the optimizer never sees): that extra weight and its gradient are not included");
     if (c.method != TrainingMethod::sft)
         warn("step time: modelled for supervised training; TRL's generation and scoring passes are not timed");
     else if (!r.time.known && c.device == Device::cuda)

@@ -132,7 +132,7 @@ double weights_bytes(const Config& c) {
         bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
     }
     if (deepspeed(c, 3) || fsdp(c, 2)) bytes /= dp(c);
-    return bytes;
+    return bytes + te_weight_cache_bytes(c) + fp8_scaling_state_bytes(c);
 }
 
 double gradients_bytes(const Config& c) {
@@ -227,14 +227,18 @@ double paged_optimizer_states_bytes(const Config& c) { return device_optimizer_s
 // region ends; the linears save them for backward (torch/csrc/autograd and aten/src/ATen/autocast_mode.cpp).
 double autocast_weight_copy_bytes(const Config& c) {
     if (!autocast(c)) return 0;
-    // Routed experts through grouped_mm (not autocast-enabled) run on their fp32 weights: no cast.
-    double cast = double(linear_weight_params(c.model));
-    if (is_moe(c.model) && !(*c.model.family).experts_see_every_token)
+    double experts = 0;  // routed experts: 3-D parameters, not nn.Linear
+    if (is_moe(c.model))
         for (const Linear& l : mlp_linears(c.model))
-            if (l.name.rfind("experts.", 0) == 0) cast -= double(l.in * l.out * l.count * (l.layers ? l.layers : c.model.layers));
+            if (l.name.rfind("experts.", 0) == 0) experts += double(l.in * l.out * l.count * (l.layers ? l.layers : c.model.layers));
+    // Routed experts through grouped_mm (not autocast-enabled) run on their fp32 weights: no cast. FP8's nn.Linear
+    // replacements quantize the fp32 weights themselves: torchao's Float8Linear (stacks/fp8 Part B), TE's te.Linear.
+    const double projections = c.fp8_recipe != Fp8Recipe::none ? 0 : double(linear_weight_params(c.model)) - experts;
+    const double cast = projections + ((*c.model.family).experts_see_every_token ? experts : 0);
     // Checkpointed layers cast again when recomputed; only lm_head's cast is held from the forward.
     const double layers = c.checkpointing == Checkpointing::full ? 0 : cast * layer_share(c) / double(c.tp);
-    const double linear = layers + double(c.model.vocab * c.model.hidden) / double(c.tp);  // + lm_head
+    const double head = fp8_converts_head(c) ? 0 : double(c.model.vocab * c.model.hidden) / double(c.tp);
+    const double linear = layers + head;
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
     if (half_base(c)) bytes = trainable_stage_params(c) * compute_element_bytes(c);  // only the fp32 adapters cast
@@ -426,15 +430,14 @@ double pipeline_buffer_bytes(const Config& c) {
            (c.sequence_parallel ? double(c.tp) : 1);
 }
 
-// PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
-// (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
+namespace {
+
 // torchao's Float8Linear (float8/float8_linear.py matmul_with_hp_or_float8_args) saves its high-precision input and
 // weight for backward and casts both to float8 inside each matmul, again in backward with the output's gradient
 // (twice: for dgrad and wgrad): one linear's float8 copies at a time (rowwise scaling adds an fp32 scale per row).
 // Eager, each cast of n elements peaks at 9n B (fp32 copy times the scale, fp32 clamp, the float8 result) before
 // it holds n; torch.compile fuses that away (measured on the CPU, tests/validation/stacks/fp8).
-double float8_cast_bytes(const Config& c, bool backward) {
-    if (c.fp8_recipe == Fp8Recipe::none) return 0;
+double torchao_cast_bytes(const Config& c, bool backward) {
     const double n = tokens(c), t = double(c.tp), cast_peak = c.compile ? 0 : 8;  // above the n B it leaves
     const bool rowwise = c.fp8_recipe == Fp8Recipe::torchao_rowwise;
     double most = 0;
@@ -447,6 +450,91 @@ double float8_cast_bytes(const Config& c, bool backward) {
     return most;
 }
 
+bool fsdp2(const Config& c) { return c.strategy == Strategy::fsdp && c.fsdp_version == 2; }
+
+// Hopper and Ada run FP8 GEMMs in the TN layout only, so a tensor both GEMMs read keeps its data and a transposed
+// copy; Blackwell (B200) reads one copy both ways (csrc/quantizer.cpp with_transpose; stacks/fp8 A.2).
+double fp8_both_layouts_element_bytes(const Config& c) { return c.gpu.id == "b200" ? 1 : 2; }
+
+// One te.Linear's fp8 copies beyond what it saves (linear.py _linear_forward, _linear_backward; stacks/fp8 A.3).
+// Forward: its input's row-wise copy, dropped after the GEMM (Blackwell saves that one copy), and under FSDP 2 its
+// row-wise weight. Backward: the output gradient in both layouts, and under FSDP 2 the weight quantized again.
+double te_cast_bytes(const Config& c, bool backward) {
+    const double n = tokens(c), t = double(c.tp), both = fp8_both_layouts_element_bytes(c);
+    double most = 0;
+    for (const Linear& l : layer_linears(c.model)) {
+        const double x = n * double(l.in), out = double(l.out) / t, w = double(l.in) * out, g = n * out;
+        const double rowwise_input = both > 1 ? x : 0;
+        const double bytes = backward ? both * g + (fsdp2(c) ? both * w : 0) : rowwise_input + (fsdp2(c) ? w : 0);
+        most = std::max(most, bytes);
+    }
+    return most;
+}
+
+}  // namespace
+
+// TE's saved fp8 weights sit here too: alive from the forward to the linears' backward, like autocast's copies.
+double float8_cast_bytes(const Config& c, bool backward) {
+    switch (c.fp8_recipe) {
+        case Fp8Recipe::none: return 0;
+        case Fp8Recipe::torchao_tensorwise:
+        case Fp8Recipe::torchao_rowwise: return torchao_cast_bytes(c, backward);
+        case Fp8Recipe::te_delayed:
+        case Fp8Recipe::te_current: return te_cast_bytes(c, backward) + (backward ? 0 : te_saved_weight_bytes(c));
+    }
+    return 0;
+}
+
+// ---- Transformer Engine FP8, as read from TE v2.18 (tests/validation/stacks/fp8 Part A) ----
+
+bool te_fp8(const Config& c) { return c.fp8_recipe == Fp8Recipe::te_delayed || c.fp8_recipe == Fp8Recipe::te_current; }
+
+// accelerate's convert_model makes every nn.Linear with dims divisible by 16 a te.Linear, lm_head included (Liger's
+// fused linear loss reads its weight, no te.Linear call); Megatron-LM's output layer stays bf16 (stacks/fp8 A.8).
+bool fp8_converts_head(const Config& c) {
+    return te_fp8(c) && c.strategy != Strategy::megatron && c.model.vocab % 16 == 0 && c.loss != Loss::fused_linear;
+}
+
+// Each te.Linear saves the fp8 weight it quantized in forward until its backward (linear.py wt_save = weightmat;
+// stacks/fp8 A.3): both layouts. Not under FSDP 2, which quantizes it again in backward ("Issue #2681"), nor
+// Megatron-LM, whose copy is cached (te_weight_cache_bytes).
+double te_saved_weight_element_bytes(const Config& c) {
+    return !te_fp8(c) || c.strategy == Strategy::megatron || fsdp2(c) ? 0 : fp8_both_layouts_element_bytes(c);
+}
+
+// Every converted linear's, at the end of forward: accelerate passes no is_first_microbatch, so nothing is cached
+// (stacks/fp8 A.8); TE quantizes the gathered weight, so ZeRO-3 and FSDP 1 hold whole copies. Checkpointed layers
+// save none (recast_layer_weight_bytes has the recomputed layer's).
+double te_saved_weight_bytes(const Config& c) {
+    const double stage = double(layers_on_stage(c));
+    const double checkpointed = c.checkpointing == Checkpointing::full ? double(layers_on_stage(c) / c.checkpoint_every) : 0;
+    const double layers = double(linear_weight_params(c.model)) / double(c.model.layers) * (stage - checkpointed);
+    const double head = fp8_converts_head(c) && holds_head(c) ? double(c.model.vocab * c.model.hidden) : 0;
+    return (layers + head) / double(c.tp) * te_saved_weight_element_bytes(c);
+}
+
+// Megatron-LM passes is_first_microbatch, so each te.Linear keeps its fp8 weight in _fp8_workspaces across steps
+// (linear.py Linear.forward, cache_name "weight"; stacks/fp8 A.3): the layers' linears, both layouts.
+double te_weight_cache_bytes(const Config& c) {
+    if (!te_fp8(c) || c.strategy != Strategy::megatron) return 0;
+    return double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp) * fp8_both_layouts_element_bytes(c);
+}
+
+// DelayedScaling: per GEMM an fp32 scale and amax history of its 3 forward and 2 backward quantizers
+// (quantization.py DelayedScalingRecipeState, module/base.py set_meta_tensor), (L + 1) x 5 x 4 B; L = 1024 by
+// default (TE, accelerate's TERecipeKwargs), 1 in Megatron-LM (stacks/fp8 A.1). Current scaling keeps none
+// (tensor/float8_tensor.py Float8CurrentScalingQuantizer).
+double fp8_scaling_state_bytes(const Config& c) {
+    if (c.fp8_recipe != Fp8Recipe::te_delayed) return 0;
+    const bool megatron = c.strategy == Strategy::megatron;
+    // Megatron's layer: qkv, proj, fc1, fc2 (gpt_layer_specs.py); accelerate: one te.Linear per nn.Linear.
+    const double per_layer = megatron ? 4 : double(layer_linears(c.model).size());
+    const double gemms = double(layers_on_stage(c)) * per_layer + (fp8_converts_head(c) && holds_head(c) ? 1 : 0);
+    return gemms * ((megatron ? 1 : 1024) + 1) * 5 * 4;
+}
+
+// PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
+// (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
 double cublas_workspace_bytes(const Config& c) {
     if (c.device == Device::cpu) return 0;
     const bool sm90 = c.gpu.id.rfind("h100", 0) == 0 || c.gpu.id == "h200";

@@ -71,10 +71,18 @@ double unsharded_accumulated_gradient_bytes(const Config&);  // FSDP: between mi
 double ring_attention_bytes(const Config&);
 double pipeline_buffer_bytes(const Config&);     // torch.distributed.pipelining's per-micro-batch buffers      // context parallel: k and v gathered over the sequence
 double cublas_workspace_bytes(const Config&);
-double float8_cast_bytes(const Config&, bool backward);  // torchao float8: one linear's float8 copies
+double float8_cast_bytes(const Config&, bool backward);  // float8 copies beyond the saved activations (torchao, TE)
 double cuda_context_bytes(const Config&);
 double allocator_overhead_bytes(const Config&, double peak_allocated);
 double cpu_offload_bytes(const Config&);
 double offloaded_activation_bytes(const Config&);  // pinned CPU RAM holding offloaded activations
+
+// Transformer Engine FP8 (fp8_recipe te-delayed, te-current; tests/validation/stacks/fp8 Part A).
+bool te_fp8(const Config&);
+bool fp8_converts_head(const Config&);             // lm_head computes in fp8 too (accelerate's TE conversion)
+double te_saved_weight_element_bytes(const Config&);  // per weight a te.Linear saves from forward to backward
+double te_saved_weight_bytes(const Config&);       // the fp8 weights saved at the end of forward
+double te_weight_cache_bytes(const Config&);       // Megatron-LM: fp8 weights cached across steps
+double fp8_scaling_state_bytes(const Config&);     // delayed scaling's amax histories and scales
 
 }  // namespace vramcalc

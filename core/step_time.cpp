@@ -79,15 +79,17 @@ TokenFlops token_flops(const Config& c, bool executed) {
     f.backward = (matmuls + head) * (full ? 2 : 1) + 2 * attention + 2 * adapters;
     f.attention_forward = attention, f.attention_backward = 2 * attention;
     // FP8 training converts the layers' projections (torchao's convert_to_float8_training as torchtitan filters
-    // it, Transformer Engine's layers): their forward and both backward GEMMs; attention and lm_head stay 16-bit.
+    // it, Transformer Engine's layers): their forward and both backward GEMMs at kFloat8MatmulFraction; attention
+    // stays 16-bit, and lm_head too but under accelerate's TE conversion (stacks/fp8 A.8).
     const bool float8 = c.fp8_recipe != Fp8Recipe::none;
-    if (float8) f.float8_forward = matmuls, f.float8_backward = matmuls * (full ? 2 : 1);
+    const double float8_head = fp8_converts_head(c) ? head : 0;
+    if (float8) f.float8_forward = matmuls + float8_head, f.float8_backward = (matmuls + float8_head) * (full ? 2 : 1);
     if (!executed) return f;
     switch (c.checkpointing) {
         case Checkpointing::full:
             f.recompute = f.layers_forward / double(c.checkpoint_every);
             f.attention_recompute = attention / double(c.checkpoint_every);
-            f.float8_recompute = f.float8_forward / double(c.checkpoint_every);
+            f.float8_recompute = (f.float8_forward - float8_head) / double(c.checkpoint_every);
             break;
         case Checkpointing::selective: f.recompute = f.attention_recompute = attention; break;
         case Checkpointing::selective_op: f.recompute = 0.5 * matmuls, f.float8_recompute = 0.5 * f.float8_forward; break;
