@@ -21,13 +21,16 @@ const PHASES = {
   loss: 'Forward done and the loss computed: every saved activation and the logits are live.',
   backward: 'Backward pass: gradients appear while saved activations are freed.',
   optimizer_step: 'Optimizer step: gradients, optimizer states and the update’s temporaries are live together.',
-  generation: 'Generation (GRPO): in the training process, the prefill, then the KV cache of every completion at its longest; with vLLM in sleep mode, the model states next to the woken engine.',
-  reference: 'Reference scoring: a no-grad forward for the reference log-probabilities (DPO: the policy’s graph is alive).',
+  generation: 'Generation (GRPO, distillation, PPO): in the training process, the prefill, then the KV cache of every completion at its longest (PPO: a chunk of the rollout at a time, generate’s fp32 scores kept); with vLLM in sleep mode, the model states next to the woken engine.',
+  reference: 'Reference scoring: a no-grad forward for the reference log-probabilities (DPO: the policy’s graph is alive; PPO: over the rollout a chunk at a time, with whole logits).',
   old_logps: 'Old log-probabilities: a no-grad forward of the policy over the completions (always with vLLM; in-process when generations serve several updates).',
-  policy_forward: 'Policy forward: every saved activation and TRL’s head (fused: no whole logits; ORPO and SimPO: whole fp32 logits).',
+  policy_forward: 'Policy forward: every saved activation and TRL’s head (fused: no whole logits; ORPO, SimPO and PPO: whole logits; PPO: the value model’s graph too).',
   kl_policy: 'KL pass (KTO): a no-grad forward of the policy over the mismatched completions, before its own forward.',
   reference_kl: 'Reference KL pass (KTO): the reference over the mismatched completions, the policy’s graph alive.',
   teacher: 'Teacher forward (distillation): the frozen teacher’s no-grad pass, the student’s graph alive.',
+  value: 'Value pass (PPO): the value model’s no-grad forward over the rollout, a chunk at a time: a value per token.',
+  reward: 'Reward pass (PPO): the frozen reward model scores the rollout’s completions, a chunk at a time.',
+  entropy_stats: 'Entropy statistics (PPO): after each micro-batch’s update, a no-grad softmax over the completion’s logits for the logged entropy.',
 };
 // Suggestions that save less than this are not listed (a change nobody would make for 11 MiB).
 export const MIN_SAVING = 0.05 * 2 ** 30;
@@ -124,7 +127,9 @@ export function summaryLine(s, gpuName, presets) {
   const version = s.framework_version ? ` ${clip(s.framework_version, 32)}` : '';
   const stack = s.framework === 'hf' && !version ? '' : ` · ${LABELS.framework[s.framework]}${version}`;
   const ft = s.finetune === 'full' ? '' : ` · ${s.finetune === 'lora' ? 'LoRA' : 'QLoRA'} rank ${s.rank}`;
-  return `${model} · ${gpuName} · ${par} · micro-batch ${s.micro_batch} × ${s.seq_len} tokens · ${s.precision}${ft}${stack}`;
+  // TRL's trainers: the sequence is prompt + completion (the core derives seq_len).
+  const tokens = s.method && s.method !== 'sft' ? Number(s.prompt_len) + Number(s.completion_len) : s.seq_len;
+  return `${model} · ${gpuName} · ${par} · micro-batch ${s.micro_batch} × ${tokens} tokens · ${s.precision}${ft}${stack}`;
 }
 
 function showTerm(key, bytes, total) {

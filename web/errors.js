@@ -16,6 +16,8 @@ function errorKey(field, state) {
   if (field === 'inference_engine.gpu_memory_utilization') return 'vllm_share';
   if (field === 'inference_engine.sleep_mode') return 'vllm_sleep';
   if (field.startsWith('inference_engine')) return 'vllm';
+  // A model given by name: its config's problems (teacher.hf_config.…) belong to its field.
+  for (const k of ['teacher', 'value_model', 'reward_model']) if (field.startsWith(k + '.')) return k;
   return FIELD[field] ? field : '';
 }
 

@@ -5,8 +5,9 @@ export const LABELS = {
   framework: { hf: 'Hugging Face transformers + PEFT', torchtune: 'torchtune', torchtitan: 'torchtitan', litgpt: 'LitGPT' },
   method: { sft: 'Supervised (fine-tuning or pre-training)', dpo: 'DPO (TRL DPOTrainer)', ipo: 'IPO (DPOTrainer, loss ipo)',
     kto: 'KTO (TRL KTOTrainer)', orpo: 'ORPO (TRL ORPOTrainer)', simpo: 'SimPO (TRL CPOTrainer, loss simpo)',
-    grpo: 'GRPO (TRL GRPOTrainer)', distill: 'On-policy distillation (TRL DistillationTrainer)' },
+    grpo: 'GRPO (TRL GRPOTrainer)', rloo: 'RLOO (TRL RLOOTrainer)', distill: 'On-policy distillation (TRL DistillationTrainer)', ppo: 'PPO (TRL 1.12 PPOTrainer)' },
   teacher_dtype: { bf16: 'bf16 (the checkpoint’s usual dtype)', fp16: 'fp16', fp32: 'fp32' },
+  reward_dtype: { default: 'The policy’s weight dtype', bf16: 'bf16', fp16: 'fp16', fp32: 'fp32' },
   divergence: { 'reverse-kl': 'Reverse KL (TRL’s default, beta 1)', 'forward-kl': 'Forward KL (beta 0)', jsd: 'Generalized JSD (0 < beta < 1)' },
   vllm: { none: 'In the training process (transformers generate)', colocate: 'vLLM colocated on the training GPUs',
     server: 'vLLM server on other GPUs' },
@@ -24,8 +25,9 @@ export const LABELS = {
     '32-true': 'fp32', 'bf16-true': 'bf16 only (no fp32 copy)', '16-true': 'fp16 only (no fp32 copy)',
     'bf16-base-mixed': 'bf16 frozen base + fp32 adapters, autocast (the LoRA recipe)',
     '16-base-mixed': 'fp16 frozen base + fp32 adapters, autocast (the LoRA recipe)',
-    fp8: 'FP8 linears over bf16 (torchao float8; H100, H200, B200, Ada, MI300)' },
-  fp8_recipe: { 'torchao-tensorwise': 'torchao, tensorwise scaling', 'torchao-rowwise': 'torchao, rowwise scaling' },
+    fp8: 'FP8 linears over bf16 (torchao float8 or Transformer Engine; H100, H200, B200, Ada, MI300)' },
+  fp8_recipe: { 'torchao-tensorwise': 'torchao, tensorwise scaling', 'torchao-rowwise': 'torchao, rowwise scaling',
+    'te-delayed': 'Transformer Engine, delayed scaling', 'te-current': 'Transformer Engine, current scaling' },
   optimizer: { adamw: 'AdamW', 'adamw-8bit': 'AdamW 8-bit (bitsandbytes)', 'paged-adamw': 'Paged AdamW (bitsandbytes)',
     'paged-adamw-8bit': 'Paged AdamW 8-bit (bitsandbytes)', adafactor: 'Adafactor', lion: 'Lion',
     sgd: 'SGD', 'sgd-momentum': 'SGD with momentum' },
@@ -78,8 +80,9 @@ const piped = (s) => Number(s.pp) > 1;
 const multi = (s) => s.strategy !== 'single';
 const untimed = (s) => !(Number(s.train_tokens) > 0);
 const trl = (s) => s.method !== 'sft';
-const grpo = (s) => s.method === 'grpo';
+const grpo = (s) => s.method === 'grpo' || s.method === 'rloo';  // completions in groups per prompt
 const distill = (s) => s.method === 'distill';
+const ppo = (s) => s.method === 'ppo';
 const referenced = (s) => REFERENCE_METHODS.includes(s.method);
 const colocated = (s) => grpo(s) && s.vllm === 'colocate';
 export const GROUPS = [
@@ -91,18 +94,28 @@ export const GROUPS = [
   ] },
   { title: 'Training method', fields: [
     { key: 'method', label: 'Method', kind: 'select',
-      hint: 'TRL 1.16’s trainers (one GPU or DDP), each measured: the reference model or the policy with adapters off, generation, the teacher, and the head that scores the tokens.' },
+      hint: 'TRL 1.16’s trainers and TRL 1.12’s PPOTrainer (one GPU or DDP), each measured: the reference model or the policy with adapters off, generation, the teacher, PPO’s value and reward models, and the head that scores the tokens.' },
     { key: 'reference', label: 'Reference log-probabilities', kind: 'select', show: referenced },
     { key: 'teacher', label: 'Teacher model', kind: 'text', maxlength: 512, list: 'model-list', show: distill,
       hint: 'A preset or a Hugging Face id of the catalog, with the student’s vocabulary.' },
     { key: 'teacher_dtype', label: 'Teacher dtype', kind: 'select', show: distill,
       hint: 'TRL loads the teacher in its checkpoint’s dtype (teacher_model_init_kwargs to change it).' },
     { key: 'divergence', label: 'Divergence', kind: 'select', show: distill },
+    { key: 'value_model', label: 'Value model', kind: 'text', maxlength: 512, list: 'model-list', show: ppo,
+      hint: 'The critic (a sequence-classification head on a backbone): trained whole beside the policy, with its gradients and optimizer states. A preset or a Hugging Face id of the catalog; empty: the policy’s model.' },
+    { key: 'reward_model', label: 'Reward model', kind: 'text', maxlength: 512, list: 'model-list', show: ppo,
+      hint: 'Frozen: it scores each rollout’s completions, no gradients. A preset or a Hugging Face id of the catalog; empty: the policy’s model.' },
+    { key: 'reward_dtype', label: 'Reward model dtype', kind: 'select', show: ppo,
+      hint: 'The dtype the frozen reward model is loaded in. Default: the policy’s weight dtype (fp32 under bf16 or fp16 mixed precision).' },
+    { key: 'rollout_forward_batch', label: 'Rollout rows at a time', kind: 'int', show: ppo,
+      hint: 'local_rollout_forward_batch_size (TRL’s default 64): prompts generated and scored at once; generation’s KV cache and the reference’s whole logits grow with it.' },
+    { key: 'num_mini_batches', label: 'Mini-batches per rollout', kind: 'int', show: ppo,
+      hint: 'The rollout is micro-batch × accumulation steps × mini-batches prompts; generate’s fp32 scores of the whole rollout stay live through the update.' },
     { key: 'prompt_len', label: 'Prompt tokens', kind: 'int', show: trl },
     { key: 'completion_len', label: 'Completion tokens', kind: 'int', show: trl,
       hint: 'The sequence is prompt + completion; a pair’s chosen and rejected each (DPO, IPO, ORPO, SimPO).' },
     { key: 'num_generations', label: 'Generations per prompt', kind: 'int', show: grpo,
-      hint: 'Must divide the completions of a step (the micro-batch counts completions under GRPO).' },
+      hint: 'Must divide the completions of a step (the micro-batch counts completions under GRPO and RLOO).' },
     { key: 'vllm', label: 'Generation', kind: 'select', show: grpo },
     { key: 'vllm_share', label: 'vLLM’s share of the GPU', kind: 'number', show: colocated,
       hint: 'gpu_memory_utilization (TRL’s default 0.3): reserved on each training GPU for vLLM’s weights and KV cache.' },
@@ -134,7 +147,7 @@ export const GROUPS = [
   { title: 'Batch', fields: [
     { key: 'seq_len', label: 'Sequence length (tokens)', kind: 'int', show: (s) => !trl(s) },
     { key: 'micro_batch', label: 'Micro-batch per GPU', kind: 'int',
-      hint: 'Under TRL’s trainers it counts pairs (DPO, IPO, ORPO, SimPO), examples (KTO), completions (GRPO) or prompts (distillation).' },
+      hint: 'Under TRL’s trainers it counts pairs (DPO, IPO, ORPO, SimPO), examples (KTO), completions (GRPO) or prompts (distillation; PPO: one completion each, a rollout of micro-batch × accumulation steps × mini-batches prompts).' },
     { key: 'grad_accum', label: 'Gradient accumulation steps', kind: 'int',
       hint: 'Micro-batches per optimizer step: multiplies the global batch. Above 1, earlier micro-batches’ gradients stay live through the next forward (unless allocated up front, as DeepSpeed and Megatron do), FSDP’s no_sync accumulation keeps every layer’s unsharded gradient, and a pipeline keeps more micro-batches in flight (GPipe: all).' },
     { key: 'longest_batch_first', label: 'Longest batch comes first', kind: 'tristate',
@@ -144,7 +157,7 @@ export const GROUPS = [
     { key: 'precision', label: 'Precision', kind: 'select',
       hint: 'LoRA and QLoRA on one GPU or DDP default to PEFT’s recipe (a bf16 frozen base, fp32 adapters); a choice of yours stays.' },
     { key: 'fp8_recipe', label: 'FP8 recipe', kind: 'select', show: (s) => s.precision === 'fp8',
-      hint: 'torchao’s Float8Linear saves its bf16 input and weight for backward: FP8 speeds the matmuls, it does not shrink the activations.' },
+      hint: 'torchao’s Float8Linear saves its bf16 input and weight for backward: FP8 speeds the matmuls, it does not shrink the activations. Transformer Engine saves 1-byte inputs but keeps fp8 weight copies (read from its source, not measured).' },
     { key: 'optimizer', label: 'Optimizer', kind: 'select' },
     { key: 'optimizer_impl', label: 'Optimizer implementation', kind: 'select' },
     { key: 'optimizer_in_backward', label: 'Optimizer step in backward', kind: 'bool',

@@ -10,13 +10,14 @@ export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './
 
 export const CHOICES = {
   framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
-  method: ['sft', 'dpo', 'ipo', 'kto', 'orpo', 'simpo', 'grpo', 'distill'],
+  method: ['sft', 'dpo', 'ipo', 'kto', 'orpo', 'simpo', 'grpo', 'rloo', 'distill', 'ppo'],
   teacher_dtype: ['bf16', 'fp16', 'fp32'],
+  reward_dtype: ['default', 'bf16', 'fp16', 'fp32'],
   divergence: ['reverse-kl', 'forward-kl', 'jsd'],
   vllm: ['none', 'colocate', 'server'],
   reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
   precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed', 'fp8'],
-  fp8_recipe: ['torchao-tensorwise', 'torchao-rowwise'],
+  fp8_recipe: ['torchao-tensorwise', 'torchao-rowwise', 'te-delayed', 'te-current'],
   optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
   optimizer_impl: ['foreach', 'fused', 'single-tensor'],
   finetune: ['full', 'lora', 'qlora'],
@@ -86,17 +87,21 @@ export const INTS = {
   'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
   'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
   gpus_per_node: [1, 1024], prompt_len: [1, 2 ** 24], completion_len: [1, 2 ** 24], num_generations: [1, 2 ** 20],
-  steps_per_generation: [0, 2 ** 20], num_iterations: [1, 2 ** 20],
+  steps_per_generation: [0, 2 ** 20], num_iterations: [1, 2 ** 20], rollout_forward_batch: [1, 2 ** 20],
+  num_mini_batches: [1, 2 ** 20],
 };
 // Non-negative numbers of the run and its cost (0: not given).
 export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
   price_per_gpu_hour: [0, 1e6], vllm_share: [0, 0.95] };
 export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
-// TRL's trainers (core/preference_phases.cpp): their keys, sent only with method dpo or grpo.
+// TRL's trainers (core/method_json.cpp): their keys, each sent only with the methods that take it (toConfig).
 export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm', 'vllm_share', 'vllm_sleep',
-  'steps_per_generation', 'num_iterations', 'teacher', 'teacher_dtype', 'divergence'];
+  'steps_per_generation', 'num_iterations', 'teacher', 'teacher_dtype', 'divergence', 'rollout_forward_batch', 'num_mini_batches',
+  'value_model', 'reward_model', 'reward_dtype'];
 // The trainers that take reference log-probabilities (core/training_methods.cpp).
-export const REFERENCE_METHODS = ['dpo', 'ipo', 'kto', 'grpo'];
+export const REFERENCE_METHODS = ['dpo', 'ipo', 'kto', 'grpo', 'rloo', 'ppo'];
+// Keys that name a model of the catalog (a preset or a Hugging Face id), read from a link like `model`.
+const MODEL_KEYS = ['teacher', 'value_model', 'reward_model'];
 export const BOOLS = ['vllm_sleep', 'sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
@@ -123,11 +128,12 @@ export const DEFAULTS = {
   adapter_dtype: 'fp32', checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
   sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
   device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
-  activation_offload: false, fsdp_version: '1', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
+  activation_offload: false, fsdp_version: '2', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
   pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
   gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
   fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm: 'none', vllm_share: 0.3,
   vllm_sleep: false, steps_per_generation: 0, num_iterations: 1, teacher: '', teacher_dtype: 'bf16', divergence: 'reverse-kl',
+  rollout_forward_batch: 64, num_mini_batches: 1, value_model: '', reward_model: '', reward_dtype: 'default',
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
@@ -185,7 +191,8 @@ export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
 // Fields whose default depends on others (core/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
 // norms sequence-parallel, the interleaved schedule runs two stages per GPU, adapters on one GPU or DDP under a
-// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base). Left at their default, they follow it.
+// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base; not under PPO, which refuses it). Left at
+// their default, they follow it.
 export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank', 'precision'];
 
 const profileValue = (state, key) => {
@@ -199,8 +206,9 @@ export function defaultOf(state, key) {
   if (key === 'pp_stages_per_rank') return state.pp_schedule === 'interleaved-1f1b' ? 2 : 1;
   if (key === 'precision') {
     const p = profileValue(state, 'precision');
+    // (PPOTrainer trains the whole value model beside the policy and refuses the 16-bit frozen base: no recipe.)
     const recipe = p === 'bf16-mixed' && profileValue(state, 'adapter_dtype') === 'fp32' && state.finetune !== 'full' &&
-      (state.strategy === 'single' || state.strategy === 'ddp');
+      (state.strategy === 'single' || state.strategy === 'ddp') && state.method !== 'ppo';
     return recipe ? 'bf16-base-mixed' : p;
   }
   if (PROFILE_KEYS.includes(key)) return profileValue(state, key);
@@ -278,7 +286,13 @@ export function toConfig(s) {
       c.teacher_dtype = s.teacher_dtype;
       c.divergence = s.divergence;
     }
-    if (s.method === 'grpo') {
+    if (s.method === 'ppo') {
+      c.rollout_forward_batch = s.rollout_forward_batch;
+      c.num_mini_batches = s.num_mini_batches;
+      for (const k of ['value_model', 'reward_model']) if (s[k] !== '') c[k] = s[k];  // '': the policy's own model
+      if (s.reward_dtype !== 'default') c.reward_dtype = s.reward_dtype;  // default: the policy's weight dtype
+    }
+    if (s.method === 'grpo' || s.method === 'rloo') {
       c.num_generations = s.num_generations;
       if (s.vllm === 'colocate') {
         c.inference_engine = { name: 'vllm', mode: 'colocate', gpu_memory_utilization: Number(s.vllm_share), sleep_mode: s.vllm_sleep };
@@ -333,8 +347,8 @@ export function applyPatch(s, patch) {
         if (v.memory_gib !== undefined) out['gpu.memory_gib'] = v.memory_gib;
         if (v.name !== undefined) out['gpu.name'] = v.name;
       }
-    } else if (k === 'model') {
-      if (typeof v === 'string') out.model = v;
+    } else if (k === 'model' || MODEL_KEYS.includes(k)) {
+      if (typeof v === 'string') out[k] = v;
     } else if (k === 'inference_engine') {
       if (v === 'none') out.vllm = 'none';
       else if (v && typeof v === 'object' && v.name === 'vllm') {
@@ -573,7 +587,7 @@ function readScalar(key, text, bad, ids = {}) {
     bad(key, `must be one of ${CHOICES[key].join(', ')}`);
     return undefined;
   }
-  if (key === 'teacher') {
+  if (MODEL_KEYS.includes(key)) {
     const id = resolveModel(text, ids.models);
     if (id) return id;
     bad(key, 'must be a preset id or a Hugging Face id of the catalog');

@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openPage, settle, cli, ARTIFACTS } from './lib.mjs';
+import { spawnSync } from 'node:child_process';
+import { openPage, settle, cli, ARTIFACTS, CLI } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -346,6 +347,18 @@ test('DPO and GRPO: the method fields, their phases and the vLLM share, as the C
   assert.ok(!(await page.isVisible('#f-vllm_share')), 'no share field for a vLLM server');
   const serverPhases = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
   assert.ok(serverPhases.some((t) => t.startsWith('old logps') || t.startsWith('old log')), `old log-probs shown: ${serverPhases}`);
+  // RLOO: GRPO's fields; its old log-probs are always scored and its reference is the adapters-off policy.
+  await page.goto(server.url + '?model=qwen2.5-7b&gpu=h100-80gb&finetune=lora&method=rloo&num_generations=4&micro_batch=8&prompt_len=128&completion_len=512');
+  await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  const rloo = JSON.parse(await shownConfig(page));
+  assert.equal(rloo.method, 'rloo');
+  assert.ok(await page.isVisible('#f-num_generations'), 'generations per prompt shown under RLOO');
+  const rlooCli = run('estimate', rloo);
+  assert.equal(rlooCli.config.reference, 'base-without-adapters');
+  const rlooPhases = await page.$$eval('#phases th', (ths) => ths.map((t) => t.textContent));
+  for (const name of ['generation', 'old log', 'reference'])
+    assert.ok(rlooPhases.some((t) => t.startsWith(name)), `phase ${name} shown under RLOO: ${rlooPhases}`);
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(rlooCli.total_bytes));
   // A bad Generation value in a link is reported and ignored.
   await page.goto(server.url + '?model=qwen2.5-7b&method=grpo&vllm=sglang&prompt_len=8&completion_len=8');
   await page.waitForSelector('body[data-ready=true]', { timeout: 15000 });
@@ -395,16 +408,163 @@ test('KTO, ORPO, SimPO and distillation: their fields and phases as the CLI esti
   await context.close();
 });
 
-test('fp8: torchao recipes on GPUs with FP8 tensor cores, a message next to the field on others', async () => {
+test('fp8: torchao and Transformer Engine recipes on GPUs with FP8 tensor cores, a message next to the field on others', async () => {
   const { page, context, log } = await open('?model=llama-3-8b&gpu=h100-80gb&precision=fp8&fp8_recipe=torchao-rowwise');
   const config = JSON.parse(await shownConfig(page));
   assert.equal(config.precision, 'fp8');
   assert.equal(config.fp8_recipe, 'torchao-rowwise');
   assert.equal(await page.getAttribute('#total', 'data-bytes'), String(run('estimate', config).total_bytes));
   assert.ok(await page.isVisible('#f-fp8_recipe'));
+  // Transformer Engine's delayed scaling: a recipe of its own, estimated as the CLI does.
+  await page.selectOption('#f-fp8_recipe', 'te-delayed');
+  await settle(page);
+  const te = JSON.parse(await shownConfig(page));
+  assert.equal(te.fp8_recipe, 'te-delayed');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(run('estimate', te).total_bytes));
   await page.selectOption('#f-gpu', 'a100-80gb');
   await settle(page);
   assert.match(await page.textContent('body'), /no FP8 tensor cores/);
   await clean(page, log);
   await context.close();
+});
+
+// The core's message for a configuration it refuses, one field's ("error: field: message" on stderr).
+function coreError(config, field) {
+  const r = spawnSync(CLI, ['estimate', '-'], { input: JSON.stringify(config), encoding: 'utf8' });
+  assert.equal(r.status, 2, `the CLI accepted ${JSON.stringify(config)}`);
+  const m = new RegExp(`^error: ${field.replace(/\./g, '\\.')}: (.*)$`, 'm').exec(r.stderr);
+  assert.ok(m, `no error for ${field} in ${r.stderr}`);
+  return m[1];
+}
+
+test('PPO: the value and reward models and the rollout, its phases and totals as the CLI estimates them; the link; bad values', async () => {
+  const { page, context, log } = await open('?model=llama-3.2-3b&gpu=a100-40gb&finetune=lora', { viewport: { width: 1400, height: 1000 } });
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-base-mixed', 'LoRA: PEFT’s recipe');
+  const ppoFields = ['value_model', 'reward_model', 'reward_dtype', 'rollout_forward_batch', 'num_mini_batches'];
+  for (const k of ppoFields) assert.equal(await page.isVisible('#f-' + k), false, `${k} hidden under sft`);
+  assert.ok((await page.textContent('#f-method option[value=ppo]')).startsWith('PPO (TRL 1.12 PPOTrainer)'));
+  await page.selectOption('#f-method', 'ppo');
+  await settle(page);
+  for (const k of [...ppoFields, 'reference', 'prompt_len', 'completion_len'])
+    assert.equal(await page.isVisible('#f-' + k), true, `${k} shown under ppo`);
+  for (const k of ['teacher', 'teacher_dtype', 'divergence', 'num_generations', 'vllm', 'seq_len'])
+    assert.equal(await page.isVisible('#f-' + k), false, `${k} hidden under ppo`);
+  // PPOTrainer refuses the 16-bit frozen base: the precision left at its default moves to bf16-mixed.
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-mixed');
+  assert.deepEqual([await page.inputValue('#f-rollout_forward_batch'), await page.inputValue('#f-num_mini_batches'),
+    await page.inputValue('#f-value_model'), await page.inputValue('#f-reward_dtype')], ['64', '1', '', 'default']);
+  assert.equal(await page.getAttribute('#f-value_model', 'list'), 'model-list');
+  assert.match(await page.textContent('#h-f-micro_batch'), /PPO/);
+  for (const k of ['value_model', 'reward_model', 'rollout_forward_batch', 'num_mini_batches'])
+    assert.ok((await page.textContent('#h-f-' + k)).length > 40, `${k} has a hint`);
+  // The defaults: TRL's (the policy's own model as value and reward model, adapters off as the reference).
+  let config = JSON.parse(await shownConfig(page));
+  assert.deepEqual([config.method, config.rollout_forward_batch, config.num_mini_batches, config.value_model, config.reward_model,
+    config.reward_dtype, config.reference], ['ppo', 64, 1, undefined, undefined, undefined, undefined]);
+  let est = run('estimate', config);
+  assert.equal(est.config.reference, 'base-without-adapters');
+  assert.equal(est.config.value_model, 'llama-3.2-3b');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(est.total_bytes));
+
+  // Its own fields.
+  await page.fill('#f-prompt_len', '256');
+  await page.fill('#f-completion_len', '128');
+  await page.fill('#f-micro_batch', '2');
+  await page.fill('#f-grad_accum', '2');
+  await page.fill('#f-num_mini_batches', '2');
+  await page.fill('#f-rollout_forward_batch', '4');
+  await page.fill('#f-value_model', 'llama-3.2-1b');
+  await page.fill('#f-reward_model', 'Qwen/Qwen2.5-0.5B');
+  await page.selectOption('#f-reward_dtype', 'fp32');
+  await settle(page);
+  config = JSON.parse(await shownConfig(page));
+  assert.deepEqual([config.prompt_len, config.completion_len, config.micro_batch, config.grad_accum, config.num_mini_batches,
+    config.rollout_forward_batch, config.value_model, config.reward_model, config.reward_dtype, config.precision],
+  [256, 128, 2, 2, 2, 4, 'llama-3.2-1b', 'Qwen/Qwen2.5-0.5B', 'fp32', 'bf16-mixed']);
+  est = run('estimate', config);
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(est.total_bytes));
+  const names = ['generation', 'reference', 'value', 'reward', 'policy_forward', 'loss', 'backward', 'optimizer_step', 'entropy_stats'];
+  assert.deepEqual(est.phases.map((p) => p.name), names, 'the core’s PPO phases');
+  const rows = await page.$$eval('#phases tr', (trs) => trs.map((tr) => ({ name: tr.querySelector('th').firstChild.textContent,
+    desc: tr.querySelector('td.desc').textContent })));
+  assert.deepEqual(rows.map((r) => r.name), names.map((n) => n.replace('_', ' ')));
+  for (const r of rows) assert.ok(r.desc.length > 20, `${r.name} is described`);
+  for (const n of ['value', 'reward', 'entropy stats']) assert.match(rows.find((r) => r.name === n).desc, /PPO/);
+  assert.equal(await page.textContent('#peak-phase'), est.peak_phase.replace('_', ' '));
+
+  // The link round-trips every key; a fresh page shows the same configuration and total.
+  const link = await page.inputValue('#share-url');
+  for (const p of ['method=ppo', 'rollout_forward_batch=4', 'num_mini_batches=2', 'value_model=llama-3.2-1b',
+    'reward_model=Qwen%2FQwen2.5-0.5B', 'reward_dtype=fp32'])
+    assert.ok(link.includes(p), `${p} in ${link}`);
+  assert.doesNotMatch(link, /precision=/, 'the default precision stays out of the link');
+  const again = await open(link.slice(server.url.length));
+  assert.equal(await again.page.isHidden('#link-problems'), true);
+  assert.deepEqual(JSON.parse(await shownConfig(again.page)), config);
+  assert.equal(await again.page.getAttribute('#total', 'data-bytes'), String(est.total_bytes));
+  assert.equal(await again.page.inputValue('#share-url'), link);
+  await clean(again.page, again.log);
+  await again.context.close();
+
+  // A suggestion of the core's (the reward model in bf16) lands in the PPO fields.
+  const sgt = est.suggestions.find((s) => s.config && s.config.reward_dtype === 'bf16');
+  assert.ok(sgt, 'the core suggests a bf16 reward model');
+  await page.click(`#suggestions .suggest:has-text("${sgt.change}")`);
+  await settle(page);
+  assert.equal(await page.inputValue('#f-reward_dtype'), 'bf16');
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(sgt.total_bytes));
+
+  // Bad values: the core's message next to the field.
+  await page.fill('#f-rollout_forward_batch', '0');
+  await settle(page);
+  assert.equal(await page.textContent('#e-rollout_forward_batch'),
+    coreError({ ...config, rollout_forward_batch: 0 }, 'rollout_forward_batch'));
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'invalid');
+  await page.fill('#f-rollout_forward_batch', '4');
+  await page.fill('#f-value_model', 'no-such-model');
+  await settle(page);
+  assert.match(await page.textContent('#e-value_model'), /^unknown model "no-such-model"/);
+  await page.fill('#f-value_model', '');
+  await page.selectOption('#f-checkpointing', 'full');
+  await settle(page);
+  assert.match(await page.textContent('#e-checkpointing'), /PPOTrainer/);
+  await page.selectOption('#f-checkpointing', 'none');
+  await page.selectOption('#f-reference', 'none');
+  await settle(page);
+  assert.match(await page.textContent('#e-reference'), /needs reference/);
+  await page.selectOption('#f-reference', 'default');
+  await settle(page);
+  assert.notEqual(await page.getAttribute('#fits', 'data-fits'), 'invalid');
+  // Back to supervised training: the PPO keys are not sent, the recipe's precision comes back.
+  await page.selectOption('#f-method', 'sft');
+  await settle(page);
+  config = JSON.parse(await shownConfig(page));
+  for (const k of ['rollout_forward_batch', 'num_mini_batches', 'value_model', 'reward_model', 'reward_dtype', 'method'])
+    assert.ok(!(k in config) || (k === 'method' && config.method === 'sft'), `${k} not sent under sft`);
+  assert.equal(await page.inputValue('#f-precision'), 'bf16-base-mixed');
+  await clean(page, log);
+  await context.close();
+
+  // Hostile and bad link values are reported as text and ignored; the rest of the link still works.
+  const hostile = await open('?model=llama-3.2-1b&method=ppo&prompt_len=8&completion_len=8&value_model=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E' +
+    '&reward_model=javascript%3Aalert(1)&reward_dtype=int4&rollout_forward_batch=0&num_mini_batches=-1');
+  const problems = await hostile.page.textContent('#link-problems');
+  for (const k of ['value_model', 'reward_model', 'reward_dtype', 'rollout_forward_batch', 'num_mini_batches'])
+    assert.ok(problems.includes(k), `${k} reported: ${problems}`);
+  assert.equal(await hostile.page.$$eval('#link-problems img, #inputs img', (els) => els.length), 0);
+  const h = JSON.parse(await shownConfig(hostile.page));
+  assert.deepEqual([h.method, h.rollout_forward_batch, h.num_mini_batches, h.value_model, h.reward_model, h.reward_dtype],
+    ['ppo', 64, 1, undefined, undefined, undefined]);
+  assert.equal(await hostile.page.getAttribute('#total', 'data-bytes'), String(run('estimate', h).total_bytes));
+  await clean(hostile.page, hostile.log);
+  await hostile.context.close();
+  // An older link (a method before PPO): no PPO key appears, the estimate is the CLI's.
+  const old = await open('?model=llama-3-8b&gpu=h100-80gb&finetune=lora&method=dpo&prompt_len=256&completion_len=768&micro_batch=2');
+  assert.equal(await old.page.isHidden('#link-problems'), true);
+  const dpo = JSON.parse(await shownConfig(old.page));
+  for (const k of ['rollout_forward_batch', 'num_mini_batches', 'value_model', 'reward_model', 'reward_dtype']) assert.ok(!(k in dpo), k);
+  assert.equal(await old.page.getAttribute('#total', 'data-bytes'), String(run('estimate', dpo).total_bytes));
+  assert.doesNotMatch(await old.page.inputValue('#share-url'), /rollout|mini_batches|value_model|reward/);
+  await clean(old.page, old.log);
+  await old.context.close();
 });
