@@ -5,6 +5,7 @@
 
 #include "memory_common.hpp"
 #include "presets.hpp"
+#include "training_methods.hpp"
 
 namespace vramcalc {
 
@@ -40,10 +41,11 @@ bool checkpointed(const Config& c) { return c.checkpointing == Checkpointing::fu
 bool stack_extras(const Config& c) { return c.activation_offload || c.optimizer_in_backward || c.longest_batch_first; }
 
 // The Hugging Face id of the model (presets: the config.json they mirror), "" for an explicit architecture.
-std::string model_id(const Config& c) {
-    if (const ModelPreset* p = find_model_preset(c.model.id)) return p->source;
-    return c.model.id.find('/') == std::string::npos ? "" : c.model.id;
+std::string model_id(const Architecture& a) {
+    if (const ModelPreset* p = find_model_preset(a.id)) return p->source;
+    return a.id.find('/') == std::string::npos ? "" : a.id;
 }
+std::string model_id(const Config& c) { return model_id(c.model); }
 
 // Per precision: accelerate 1.15 utils/dataclasses.py PrecisionType; the torch dtypes of the weights and of the
 // compute; transformers 5.18 TrainingArguments' flag; Megatron-LM core_v0.15.3 arguments.py; torchtune 0.6.1
@@ -213,6 +215,80 @@ std::optional<std::string> accelerate_config(const Config& c) {
 
 // transformers 5.18 training_args.py (TrainingArguments, _process_fsdp_args), PEFT 0.21 LoraConfig,
 // transformers' BitsAndBytesConfig.
+// TRL's config classes (TrainingArguments subclasses) of the trainers training_methods.cpp models: TRL 1.16, PPO's
+// from TRL 1.12 (checked against tests/data/exports/schema.json).
+struct TrlConfigClass {
+    TrainingMethod method;
+    const char *module, *name, *loss;  // loss: the arguments that pick the method's loss
+};
+const TrlConfigClass kTrlConfigs[] = {
+    {TrainingMethod::dpo, "trl", "DPOConfig", ""},
+    {TrainingMethod::ipo, "trl", "DPOConfig", "loss_type=[\"ipo\"]"},
+    {TrainingMethod::kto, "trl", "KTOConfig", ""},
+    {TrainingMethod::orpo, "trl.experimental.orpo", "ORPOConfig", ""},
+    {TrainingMethod::simpo, "trl.experimental.cpo", "CPOConfig", "loss_type=\"simpo\", cpo_alpha=0.0"},
+    {TrainingMethod::grpo, "trl", "GRPOConfig", ""},
+    {TrainingMethod::rloo, "trl", "RLOOConfig", ""},
+    {TrainingMethod::distill, "trl", "DistillationConfig", ""},
+    {TrainingMethod::ppo, "trl.experimental.ppo", "PPOConfig", ""},
+};
+
+const TrlConfigClass* trl_config_class(const Config& c) {
+    for (const TrlConfigClass& t : kTrlConfigs)
+        if (t.method == c.method) return &t;
+    return nullptr;
+}
+
+// The method's own arguments: lengths, the reference, generation and its engine, the teacher, PPO's rollout.
+std::vector<std::string> trl_method_args(const Config& c, const TrlConfigClass& t) {
+    std::vector<std::string> a;
+    if (*t.loss) a.push_back(t.loss);
+    const std::string total = n(c.prompt_len + c.completion_len), completion = n(c.completion_len);
+    switch (c.method) {
+        case TrainingMethod::dpo:
+        case TrainingMethod::ipo:
+        case TrainingMethod::kto:
+            a.push_back("max_length=" + total);
+            if (c.reference == Reference::precomputed) a.push_back("precompute_ref_log_probs=True");
+            break;
+        case TrainingMethod::orpo:
+        case TrainingMethod::simpo: a.push_back("max_length=" + total), a.push_back("max_completion_length=" + completion); break;
+        case TrainingMethod::grpo:
+        case TrainingMethod::rloo:
+            a.push_back("max_completion_length=" + completion);
+            a.push_back("num_generations=" + n(c.num_generations));
+            a.push_back("steps_per_generation=" + n(c.steps_per_generation));
+            a.push_back("num_iterations=" + n(c.num_iterations));
+            // A non-zero beta loads the reference (GRPO's default 0.0, RLOO's 0.05).
+            if (c.method == TrainingMethod::grpo && c.reference != Reference::none) a.push_back("beta=0.04");
+            if (c.method == TrainingMethod::rloo && c.reference == Reference::none) a.push_back("beta=0.0");
+            if (c.inference_engine != InferenceEngine::none) {
+                a.push_back("use_vllm=True");
+                a.push_back(std::string("vllm_mode=") + (c.inference_engine == InferenceEngine::vllm_server ? "\"server\"" : "\"colocate\""));
+                if (c.inference_engine == InferenceEngine::vllm_colocate) {
+                    a.push_back("vllm_gpu_memory_utilization=" + num(c.inference_gpu_share));
+                    if (c.inference_sleep_mode) a.push_back("vllm_enable_sleep_mode=True");
+                }
+            }
+            break;
+        case TrainingMethod::distill: {
+            const char* dtype = c.teacher_dtype == Dtype::fp32 ? "float32" : c.teacher_dtype == Dtype::fp16 ? "float16" : "bfloat16";
+            a.push_back("max_completion_length=" + completion);
+            a.push_back("teacher_model_name_or_path=" + str(model_id(c.teacher).empty() ? "path/to/teacher" : model_id(c.teacher)));
+            a.push_back(std::string("teacher_model_init_kwargs={\"dtype\": \"") + dtype + "\"}");
+            a.push_back(std::string("beta=") + (c.divergence == Divergence::reverse_kl ? "1.0" : c.divergence == Divergence::forward_kl ? "0.0" : "0.5"));
+            break;
+        }
+        case TrainingMethod::ppo:
+            a.push_back("response_length=" + completion);
+            a.push_back("num_mini_batches=" + n(c.num_mini_batches));
+            a.push_back("local_rollout_forward_batch_size=" + n(c.rollout_forward_batch));
+            break;
+        case TrainingMethod::sft: break;
+    }
+    return a;
+}
+
 std::optional<std::string> training_arguments(const Config& c) {
     const OptimizerName* optim = find_optimizer(kHfOptimizers, c);
     // Trainer installs PEFT's wrap policy under FSDP: LoRA adapters in units of their own.
@@ -224,16 +300,24 @@ std::optional<std::string> training_arguments(const Config& c) {
         (qlora(c) && c.finetune.backend != QuantBackend::bitsandbytes))
         return {};
     const PrecisionNames& p = names(c.precision);
-    std::string s = "# transformers 5.18 Trainer";
+    const TrlConfigClass* trl = trl_config_class(c);
+    const bool ppo = c.method == TrainingMethod::ppo;
+    const std::string arguments = trl ? trl->name : "TrainingArguments";
+    std::string s = trl ? std::string("# TRL ") + (ppo ? "1.12 " : "1.16 ") + method_traits(c.method).trainer + ", transformers 5.18"
+                        : std::string("# transformers 5.18 Trainer");
     s += lora(c) ? " with PEFT 0.21: " : ": ";
-    s += c.gpus > 1 ? "torchrun --nproc_per_node " + n(c.gpus) + " train.py\n" : "python train.py\n";
+    // PPOTrainer builds its own Accelerator and never reads bf16=: mixed precision comes from the launcher.
+    if (ppo) s += "accelerate launch" + (c.gpus > 1 ? " --num_processes " + n(c.gpus) : std::string()) +
+                  (*p.hf_flag ? std::string(" --mixed_precision ") + p.hf_flag : std::string()) + " train.py\n";
+    else s += c.gpus > 1 ? "torchrun --nproc_per_node " + n(c.gpus) + " train.py\n" : "python train.py\n";
     // accelerate 1.15's FSDP 1 plugin takes its sharding from this variable (default FULL_SHARD), not from the
     // reshard_after_forward that TrainingArguments passes it (utils/dataclasses.py FullyShardedDataParallelPlugin).
     const bool sharding_variable = c.strategy == Strategy::fsdp && c.fsdp_version == 1 && c.zero != 3;
     if (sharding_variable) s += "import os\n\n";
     s += "import torch\n";
     if (lora(c)) s += "from peft import LoraConfig\n";
-    s += qlora(c) ? "from transformers import BitsAndBytesConfig, TrainingArguments\n\n" : "from transformers import TrainingArguments\n\n";
+    if (trl) s += std::string(qlora(c) ? "from transformers import BitsAndBytesConfig\n" : "") + "from " + trl->module + " import " + trl->name + "\n\n";
+    else s += qlora(c) ? "from transformers import BitsAndBytesConfig, TrainingArguments\n\n" : "from transformers import TrainingArguments\n\n";
     if (qlora(c))
         s += std::string("bnb_config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=") +
              py(c.finetune.double_quant) + ", bnb_4bit_compute_dtype=" + p.compute +
@@ -255,8 +339,10 @@ std::optional<std::string> training_arguments(const Config& c) {
                                      "learning_rate=" + num(kLearningRate),
                                      "weight_decay=" + num(kWeightDecay),
                                      "max_grad_norm=" + num(kGradientClipping)};
-    if (*p.hf_flag) args.push_back(std::string(p.hf_flag) + "=True");
+    if (*p.hf_flag && !ppo) args.push_back(std::string(p.hf_flag) + "=True");
+    // TRL's configs checkpoint unless told otherwise (trl/trainer/base_config.py).
     if (checkpointed(c) && c.strategy != Strategy::fsdp) args.push_back("gradient_checkpointing=True");
+    else if (trl && !ppo) args.push_back("gradient_checkpointing=False");
     args.push_back(std::string("optim=\"") + optim->name + "\"");
     if (*optim->args) args.push_back(std::string("optim_args=\"") + optim->args + "\"");
     if (c.compile) args.push_back("torch_compile=True");
@@ -271,7 +357,9 @@ std::optional<std::string> training_arguments(const Config& c) {
                        ", \"auto_wrap_policy\": \"TRANSFORMER_BASED_WRAP\", \"state_dict_type\": \"FULL_STATE_DICT\"}");
     }
     if (sharding_variable) s += std::string("os.environ[\"FSDP_SHARDING_STRATEGY\"] = \"") + kSharding[c.zero] + "\"  # read by accelerate's FSDP 1 plugin\n";
-    s += "training_args = TrainingArguments(\n";
+    if (trl)
+        for (const std::string& a : trl_method_args(c, *trl)) args.push_back(a);
+    s += "training_args = " + arguments + "(\n";
     for (const std::string& a : args) s += "    " + a + ",\n";
     return s + ")\n";
 }
@@ -281,7 +369,8 @@ std::optional<std::string> training_arguments(const Config& c) {
 std::optional<std::string> torchrun_script(const Config& c) {
     const bool fsdp = c.strategy == Strategy::fsdp, fsdp1 = fsdp && c.fsdp_version == 1, fsdp2 = fsdp && c.fsdp_version == 2;
     const OptimizerName* optimizer = find_optimizer(kTorchOptimizers, c);
-    if ((!uses(c, Framework::hf) && !uses(c, Framework::torchtitan)) || (c.strategy != Strategy::ddp && !fsdp) ||
+    // (A supervised loop: TRL's trainers run their own, from training-arguments' config.)
+    if ((!uses(c, Framework::hf) && !uses(c, Framework::torchtitan)) || (c.strategy != Strategy::ddp && !fsdp) || is_trl(c) ||
         !no_model_parallel(c) || c.checkpointing == Checkpointing::selective || c.checkpointing == Checkpointing::selective_op ||
         stack_extras(c) || !optimizer || c.loss != Loss::full || c.lm_head_chunks || qlora(c) || (lora(c) && fsdp) ||
         (fsdp && c.precision == Precision::fp16_mixed))  // FSDP's fp16 needs a sharded gradient scaler: left out

@@ -81,6 +81,9 @@ void read_training_method(Reader& r, Config& c, std::vector<FieldError>& errors,
     if (m.reference_by_default)
         c.reference = c.finetune.method == FinetuneMethod::full ? Reference::model : Reference::base_without_adapters;
     r.choice("reference", c.reference, kReference);
+    // TRL's configs default gradient_checkpointing to True (trl/trainer/base_config.py _BaseConfig); TRL 1.12's
+    // PPOTrainer never applies it.
+    if (is_trl(c) && c.method != TrainingMethod::ppo && !r.has("checkpointing")) c.checkpointing = Checkpointing::full;
     r.integer("prompt_len", c.prompt_len, 1, kMaxTokens);
     r.integer("completion_len", c.completion_len, 1, kMaxTokens);
     if (c.method == TrainingMethod::rloo) c.num_generations = 2;  // RLOOConfig's default

@@ -191,9 +191,9 @@ export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
 // Fields whose default depends on others (core/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
 // norms sequence-parallel, the interleaved schedule runs two stages per GPU, adapters on one GPU or DDP under a
-// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base; not under PPO, which refuses it). Left at
-// their default, they follow it.
-export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank', 'precision'];
+// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base; not under PPO, which refuses it), TRL
+// 1.16's trainers checkpoint (gradient_checkpointing=True by default). Left at their default, they follow it.
+export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank', 'precision', 'checkpointing'];
 
 const profileValue = (state, key) => {
   const p = profileOf(state.framework, state.framework_version);
@@ -204,6 +204,7 @@ export function defaultOf(state, key) {
   if (key === 'zero') return defaultZero(state.strategy);
   if (key === 'sequence_parallel') return state.strategy === 'fsdp' && Number(state.tp) > 1;
   if (key === 'pp_stages_per_rank') return state.pp_schedule === 'interleaved-1f1b' ? 2 : 1;
+  if (key === 'checkpointing') return state.method !== 'sft' && state.method !== 'ppo' ? 'full' : DEFAULTS.checkpointing;
   if (key === 'precision') {
     const p = profileValue(state, 'precision');
     // (PPOTrainer trains the whole value model beside the policy and refuses the 16-bit frozen base: no recipe.)

@@ -149,12 +149,19 @@ void check_kwargs(const std::string& text, const std::string& call, const json& 
 
 void check_training_arguments(const std::string& text) {
     const json& t = schema()["transformers"];
-    REQUIRE(calls(text, "TrainingArguments").size() == 1);
-    check_kwargs(text, "TrainingArguments", t["training_arguments"]);
+    // TrainingArguments, or the TRL trainer's config class imported from its module ("from trl import DPOConfig").
+    std::string cls = "TrainingArguments";
+    json allowed = t["training_arguments"];
+    for (auto it = schema()["trl"]["configs"].begin(); it != schema()["trl"]["configs"].end(); ++it) {
+        const std::string path = it.key(), module = path.substr(0, path.rfind('.')), name = path.substr(path.rfind('.') + 1);
+        if (text.find("from " + module + " import " + name + "\n") != std::string::npos) cls = name, allowed = it.value();
+    }
+    REQUIRE(calls(text, cls).size() == 1);
+    check_kwargs(text, cls, allowed);
     check_kwargs(text, "BitsAndBytesConfig", t["bits_and_bytes_config"]);
     check_kwargs(text, "LoraConfig", schema()["peft"]["lora_config"]);
     check_kwargs(text, "model_kwargs = dict", t["from_pretrained_kwargs"]);
-    const auto args = calls(text, "TrainingArguments")[0];
+    const auto args = calls(text, cls)[0];
     CHECK(in(t["optim"], unquote(args.at("optim"))));
     for (const auto& model : calls(text, "model_kwargs = dict")) CHECK(in(t["attn_implementation"], unquote(model.at("attn_implementation"))));
     for (const auto& bnb : calls(text, "BitsAndBytesConfig")) CHECK(in(t["bnb_4bit_quant_type"], unquote(bnb.at("bnb_4bit_quant_type"))));
@@ -289,6 +296,8 @@ TEST_CASE("schema.json records the pinned releases it was extracted from") {
     CHECK(s["litgpt"]["version"] == "v0.5.13");
     CHECK(s["torchtune"]["version"] == "v0.6.1");
     CHECK(s["megatron"]["version"] == "core_v0.15.3");
+    CHECK(s["trl"]["version"] == "1.16.0");
+    CHECK(s["trl"]["ppo_version"] == "1.12.0");
     for (const char* lib : {"litgpt", "torchtune", "megatron"}) CHECK(s[lib]["commit"].get<std::string>().size() == 40);
 }
 

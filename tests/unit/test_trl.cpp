@@ -32,6 +32,11 @@ TEST_CASE("DPO and GRPO: TRL's phases, defaults and refusals") {
     Config c = parsed(dpo);
     CHECK(c.reference == Reference::base_without_adapters);  // TRL: a PEFT policy with adapters off
     CHECK(c.seq_len == 1024);
+    // TRL's configs checkpoint by default (base_config.py: gradient_checkpointing=True); "none" says otherwise.
+    CHECK(c.checkpointing == Checkpointing::full);
+    json unchecked = dpo;
+    unchecked["checkpointing"] = "none";
+    CHECK(parsed(unchecked).checkpointing == Checkpointing::none);
     const MemoryEstimate m = estimate_memory(c);
     std::vector<std::string> names;
     for (const Phase& p : m.phases) names.push_back(p.name);
@@ -170,7 +175,11 @@ TEST_CASE("PPO (TRL 1.12's PPOTrainer): four models, the rollout's kept scores, 
     auto with = [&](json patch) { json j = base; j.update(patch); return j; };
     const Config c = parsed(base);
     CHECK(c.reference == Reference::base_without_adapters);  // PPOTrainer with a peft_config: adapters off
+    json lora_default = base;
+    lora_default.erase("precision");
+    CHECK(parsed(lora_default).precision == Precision::bf16_mixed);  // not PEFT's bf16 base: the value model is trained
     CHECK(c.rollout_forward_batch == 64);                    // PPOConfig.local_rollout_forward_batch_size
+    CHECK(c.checkpointing == Checkpointing::none);           // PPOTrainer never applies gradient_checkpointing
     const MemoryEstimate m = estimate_memory(c);
     CHECK(phase_names(m) == std::vector<std::string>{"generation", "reference", "value", "reward", "policy_forward", "loss",
                                                      "backward", "optimizer_step", "entropy_stats"});

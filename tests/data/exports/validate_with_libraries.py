@@ -14,6 +14,8 @@ pinned environments, and never installs anything.
 - training_args.py: executed with torch importable (TrainingArguments, LoraConfig, BitsAndBytesConfig built for
   real); model_kwargs given to from_config of a tiny model of the case's family, LoRA applied to it with PEFT's
   get_peft_model, the optimizer resolved by Trainer.get_optimizer_cls_and_kwargs.
+  A TRL trainer's config (DPOConfig, GRPOConfig, ...) is checked the same way in build/venv-trl (TRL 1.16) or, for
+  PPOConfig, build/venv-trl112 (TRL 1.12): the script runs itself there on that one export.
 - train.py (torchrun): every call's keyword arguments bound to the signature of the torch / PEFT object it names,
   every value that names a library object (ShardingStrategy.FULL_SHARD, torch.bfloat16) evaluated.
 - litgpt.sh: LitGPT 0.5.13's own CLI (jsonargparse) with --print_config, in build/venv-litgpt.
@@ -42,6 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 LITGPT_PY = os.path.join(ROOT, "build/venv-litgpt/bin/python")
 TORCHTUNE_PY = os.path.join(ROOT, "build/venv-torchtune/bin/python")
+TRL_PY = os.path.join(ROOT, "build/venv-trl/bin/python")
+TRL112_PY = os.path.join(ROOT, "build/venv-trl112/bin/python")
 MEGATRON_REPO = os.environ.get("MEGATRON_REPO", "/work/.mirror/NVIDIA+Megatron-LM/repo")
 MEGATRON_TAG = "core_v0.15.3"
 
@@ -86,6 +90,14 @@ def tiny_model(config):
 
 
 def training_arguments(text, config, ds_text):
+    import importlib.util
+    if "\nfrom trl" in text and importlib.util.find_spec("trl") is None:  # a TRL config: in TRL's environment
+        python = TRL112_PY if "from trl.experimental.ppo" in text else TRL_PY
+        r = subprocess.run([python, __file__, "--training-arguments", json.dumps(config)], input=text, text=True,
+                           capture_output=True, env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"})
+        if r.returncode:
+            raise Fail((r.stderr.strip().splitlines() or ["failed"])[-1])
+        return r.stdout.strip() + " (" + os.path.relpath(python, ROOT) + ")"
     import transformers
     from transformers import AutoModelForCausalLM, Trainer, TrainingArguments, training_args
 
@@ -110,7 +122,7 @@ def training_arguments(text, config, ds_text):
             exec(compile(text, "training_args.py", "exec"), ns)
             args = ns["training_args"]
             fsdp = args.fsdp and "fsdp_plugin_args -> " + fsdp_plugin(args.fsdp_plugin_args, config)  # in the script's environment
-    checked = ["TrainingArguments"]
+    checked = [type(args).__name__]
     if args.deepspeed:  # the ZeRO-3 weakref would make from_config below build under deepspeed.zero.Init
         from transformers.integrations.deepspeed import unset_hf_deepspeed_config
         unset_hf_deepspeed_config()
@@ -175,7 +187,8 @@ def fsdp_plugin(kwargs, config):
     offload = config.get("offload") == "optimizer+params"
     offloaded = getattr(p.cpu_offload, "offload_params", type(p.cpu_offload).__name__ == "CPUOffloadPolicy")
     checkpointing = config.get("checkpointing", "none") == "full"
-    if (sharding != expected or p.fsdp_version != config.get("fsdp_version", 1) or bool(offloaded) != offload or
+    # (fsdp_version: transformers 5.18's default is 2)
+    if (sharding != expected or p.fsdp_version != config.get("fsdp_version", 2) or bool(offloaded) != offload or
             p.activation_checkpointing != checkpointing):
         raise Fail(f"the plugin runs FSDP {p.fsdp_version} {sharding}, offload {p.cpu_offload}, "
                    f"checkpointing {p.activation_checkpointing}; the estimate is of {expected}")
@@ -394,6 +407,9 @@ def deepspeed_stub(directory):
 
 
 def main():
+    if sys.argv[1] == "--training-arguments":  # one TRL export, run by training_arguments in TRL's environment
+        print(training_arguments(sys.stdin.read(), json.loads(sys.argv[2]), None))
+        return 0
     cli = sys.argv[1]
     cases = json.load(open(os.path.join(HERE, "configs.json")))["cases"]
     stub = tempfile.mkdtemp()
