@@ -3,25 +3,26 @@
 #include <algorithm>
 #include <cctype>
 
+#include "export_text.hpp"
 #include "memory_common.hpp"
 #include "presets.hpp"
 #include "training_methods.hpp"
+#include "trl_exports.hpp"
 
 namespace vramcalc {
 
 using nlohmann::json;
+
+std::string model_id(const Architecture& a) {
+    if (const ModelPreset* p = find_model_preset(a.id)) return p->source;
+    return a.id.find('/') == std::string::npos ? "" : a.id;
+}
 
 namespace {
 
 // The learning rate, weight decay and clipping of deepspeed_config, repeated by the exports that run with it (a
 // Trainer given a DeepSpeed file refuses values that differ).
 constexpr double kLearningRate = 1e-5, kWeightDecay = 0.01, kGradientClipping = 1.0;
-
-std::string num(double v) { return json(v).dump(); }                // 1e-05, 0.05, 1.0
-std::string str(const std::string& s) { return json(s).dump(); }    // a JSON, Python or OmegaConf string literal
-const char* py(bool b) { return b ? "True" : "False"; }
-const char* lower(bool b) { return b ? "true" : "false"; }
-std::string n(std::uint64_t v) { return std::to_string(v); }
 
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 bool uses(const Config& c, Framework f) { return c.framework->id == f; }
@@ -40,11 +41,6 @@ bool checkpointed(const Config& c) { return c.checkpointing == Checkpointing::fu
 // Knobs only some stacks have: an export of a stack without them would describe another run.
 bool stack_extras(const Config& c) { return c.activation_offload || c.optimizer_in_backward || c.longest_batch_first; }
 
-// The Hugging Face id of the model (presets: the config.json they mirror), "" for an explicit architecture.
-std::string model_id(const Architecture& a) {
-    if (const ModelPreset* p = find_model_preset(a.id)) return p->source;
-    return a.id.find('/') == std::string::npos ? "" : a.id;
-}
 std::string model_id(const Config& c) { return model_id(c.model); }
 
 // Per precision: accelerate 1.15 utils/dataclasses.py PrecisionType; the torch dtypes of the weights and of the
@@ -215,80 +211,6 @@ std::optional<std::string> accelerate_config(const Config& c) {
 
 // transformers 5.18 training_args.py (TrainingArguments, _process_fsdp_args), PEFT 0.21 LoraConfig,
 // transformers' BitsAndBytesConfig.
-// TRL's config classes (TrainingArguments subclasses) of the trainers training_methods.cpp models: TRL 1.16, PPO's
-// from TRL 1.12 (checked against tests/data/exports/schema.json).
-struct TrlConfigClass {
-    TrainingMethod method;
-    const char *module, *name, *loss;  // loss: the arguments that pick the method's loss
-};
-const TrlConfigClass kTrlConfigs[] = {
-    {TrainingMethod::dpo, "trl", "DPOConfig", ""},
-    {TrainingMethod::ipo, "trl", "DPOConfig", "loss_type=[\"ipo\"]"},
-    {TrainingMethod::kto, "trl", "KTOConfig", ""},
-    {TrainingMethod::orpo, "trl.experimental.orpo", "ORPOConfig", ""},
-    {TrainingMethod::simpo, "trl.experimental.cpo", "CPOConfig", "loss_type=\"simpo\", cpo_alpha=0.0"},
-    {TrainingMethod::grpo, "trl", "GRPOConfig", ""},
-    {TrainingMethod::rloo, "trl", "RLOOConfig", ""},
-    {TrainingMethod::distill, "trl", "DistillationConfig", ""},
-    {TrainingMethod::ppo, "trl.experimental.ppo", "PPOConfig", ""},
-};
-
-const TrlConfigClass* trl_config_class(const Config& c) {
-    for (const TrlConfigClass& t : kTrlConfigs)
-        if (t.method == c.method) return &t;
-    return nullptr;
-}
-
-// The method's own arguments: lengths, the reference, generation and its engine, the teacher, PPO's rollout.
-std::vector<std::string> trl_method_args(const Config& c, const TrlConfigClass& t) {
-    std::vector<std::string> a;
-    if (*t.loss) a.push_back(t.loss);
-    const std::string total = n(c.prompt_len + c.completion_len), completion = n(c.completion_len);
-    switch (c.method) {
-        case TrainingMethod::dpo:
-        case TrainingMethod::ipo:
-        case TrainingMethod::kto:
-            a.push_back("max_length=" + total);
-            if (c.reference == Reference::precomputed) a.push_back("precompute_ref_log_probs=True");
-            break;
-        case TrainingMethod::orpo:
-        case TrainingMethod::simpo: a.push_back("max_length=" + total), a.push_back("max_completion_length=" + completion); break;
-        case TrainingMethod::grpo:
-        case TrainingMethod::rloo:
-            a.push_back("max_completion_length=" + completion);
-            a.push_back("num_generations=" + n(c.num_generations));
-            a.push_back("steps_per_generation=" + n(c.steps_per_generation));
-            a.push_back("num_iterations=" + n(c.num_iterations));
-            // A non-zero beta loads the reference (GRPO's default 0.0, RLOO's 0.05).
-            if (c.method == TrainingMethod::grpo && c.reference != Reference::none) a.push_back("beta=0.04");
-            if (c.method == TrainingMethod::rloo && c.reference == Reference::none) a.push_back("beta=0.0");
-            if (c.inference_engine != InferenceEngine::none) {
-                a.push_back("use_vllm=True");
-                a.push_back(std::string("vllm_mode=") + (c.inference_engine == InferenceEngine::vllm_server ? "\"server\"" : "\"colocate\""));
-                if (c.inference_engine == InferenceEngine::vllm_colocate) {
-                    a.push_back("vllm_gpu_memory_utilization=" + num(c.inference_gpu_share));
-                    if (c.inference_sleep_mode) a.push_back("vllm_enable_sleep_mode=True");
-                }
-            }
-            break;
-        case TrainingMethod::distill: {
-            const char* dtype = c.teacher_dtype == Dtype::fp32 ? "float32" : c.teacher_dtype == Dtype::fp16 ? "float16" : "bfloat16";
-            a.push_back("max_completion_length=" + completion);
-            a.push_back("teacher_model_name_or_path=" + str(model_id(c.teacher).empty() ? "path/to/teacher" : model_id(c.teacher)));
-            a.push_back(std::string("teacher_model_init_kwargs={\"dtype\": \"") + dtype + "\"}");
-            a.push_back(std::string("beta=") + (c.divergence == Divergence::reverse_kl ? "1.0" : c.divergence == Divergence::forward_kl ? "0.0" : "0.5"));
-            break;
-        }
-        case TrainingMethod::ppo:
-            a.push_back("response_length=" + completion);
-            a.push_back("num_mini_batches=" + n(c.num_mini_batches));
-            a.push_back("local_rollout_forward_batch_size=" + n(c.rollout_forward_batch));
-            break;
-        case TrainingMethod::sft: break;
-    }
-    return a;
-}
-
 std::optional<std::string> training_arguments(const Config& c) {
     const OptimizerName* optim = find_optimizer(kHfOptimizers, c);
     // Trainer installs PEFT's wrap policy under FSDP: LoRA adapters in units of their own.
@@ -300,9 +222,9 @@ std::optional<std::string> training_arguments(const Config& c) {
         (qlora(c) && c.finetune.backend != QuantBackend::bitsandbytes))
         return {};
     const PrecisionNames& p = names(c.precision);
-    const TrlConfigClass* trl = trl_config_class(c);
+    const std::optional<TrlConfigExport> trl = trl_config_export(c);
     const bool ppo = c.method == TrainingMethod::ppo;
-    const std::string arguments = trl ? trl->name : "TrainingArguments";
+    const std::string arguments = trl ? trl->name : std::string("TrainingArguments");
     std::string s = trl ? std::string("# TRL ") + (ppo ? "1.12 " : "1.16 ") + method_traits(c.method).trainer + ", transformers 5.18"
                         : std::string("# transformers 5.18 Trainer");
     s += lora(c) ? " with PEFT 0.21: " : ": ";
@@ -357,8 +279,7 @@ std::optional<std::string> training_arguments(const Config& c) {
                        ", \"auto_wrap_policy\": \"TRANSFORMER_BASED_WRAP\", \"state_dict_type\": \"FULL_STATE_DICT\"}");
     }
     if (sharding_variable) s += std::string("os.environ[\"FSDP_SHARDING_STRATEGY\"] = \"") + kSharding[c.zero] + "\"  # read by accelerate's FSDP 1 plugin\n";
-    if (trl)
-        for (const std::string& a : trl_method_args(c, *trl)) args.push_back(a);
+    if (trl) args.insert(args.end(), trl->args.begin(), trl->args.end());
     s += "training_args = " + arguments + "(\n";
     for (const std::string& a : args) s += "    " + a + ",\n";
     return s + ")\n";
