@@ -367,13 +367,6 @@ ParsedConfig parse_config(const json& v) {
     }
     r.choice("attention", c.attention, kAttention);
     r.choice("strategy", c.strategy, kStrategy);
-    // Adapters under PEFT (fp32 adapters over bf16 autocast) get its recipe: the frozen base loaded in bf16.
-    // (LitGPT's bf16-mixed keeps fp32 weights and base-dtype adapters: its own. PPO loads the value model it trains
-    // whole like the policy: not the recipe.)
-    const bool ppo = v.is_object() && v.contains("method") && v["method"] == "ppo";
-    if (!v.contains("precision") && c.precision == Precision::bf16_mixed && profile->adapter_dtype == AdapterDtype::fp32 &&
-        c.finetune.method != FinetuneMethod::full && (c.strategy == Strategy::single || c.strategy == Strategy::ddp) && !ppo)
-        c.precision = Precision::bf16_base_mixed;
     r.integer("gpus", c.gpus, 1, kMaxGpus);
     c.zero = c.strategy == Strategy::fsdp ? 3 : 0;  // FSDP's default is FULL_SHARD
     std::uint64_t zero = std::uint64_t(c.zero);
@@ -407,6 +400,12 @@ ParsedConfig parse_config(const json& v) {
     r.boolean("longest_batch_first", c.longest_batch_first);
     r.boolean("compile", c.compile);
     read_training_method(r, c, errors, seq_len_given);
+    // Adapters under PEFT (fp32 adapters over bf16 autocast) get its recipe: the frozen base loaded in bf16.
+    // (LitGPT's bf16-mixed keeps fp32 weights and base-dtype adapters: its own. PPO loads the value model it trains
+    // whole like the policy: not the recipe.)
+    if (!v.contains("precision") && c.precision == Precision::bf16_mixed && profile->adapter_dtype == AdapterDtype::fp32 &&
+        c.finetune.method != FinetuneMethod::full && adapter_recipe_allowed(c))
+        c.precision = Precision::bf16_base_mixed;
     r.integer("gpus_per_node", c.gpus_per_node, 1, 1024);
     r.number("inter_node_gbps", c.inter_node_gbps, 0, 1e6, false);
     r.number("train_tokens", c.train_tokens, 0, 1e18, false);

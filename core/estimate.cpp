@@ -299,7 +299,7 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     if (c.method == TrainingMethod::ppo && std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) > 1)
         out.push_back({"Generate and score the rollout in smaller chunks", {{"rollout_forward_batch", std::max<std::uint64_t>(1, std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) / 2)}},
                        "local_rollout_forward_batch_size: generation's KV cache and the reference's whole logits shrink (the rollout's scores do not)"});
-    if (c.method == TrainingMethod::ppo && (c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c)) == 4)
+    if (c.method == TrainingMethod::ppo && reward_element_bytes(c) == 4)
         out.push_back({"Reward model in bf16", {{"reward_dtype", "bf16"}}, "the frozen reward model's weights halve"});
     if (method.groups && c.num_generations % 2 == 0 && c.num_generations / 2 >= (c.method == TrainingMethod::rloo ? 2 : 1) &&
         c.micro_batch % 2 == 0)
@@ -316,8 +316,7 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
         out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
                        "activations and logits drop to 16-bit while weights stay fp32"});
     const bool adapters = c.finetune.method != FinetuneMethod::full;
-    const bool one_gpu_or_ddp = c.strategy == Strategy::single || c.strategy == Strategy::ddp;
-    if (c.precision == Precision::bf16_mixed && adapters && one_gpu_or_ddp && c.method != TrainingMethod::ppo)
+    if (c.precision == Precision::bf16_mixed && adapters && adapter_recipe_allowed(c))
         out.push_back({"Load the frozen base in bf16 (bf16-base-mixed)", {{"precision", "bf16-base-mixed"}},
                        "the frozen weights halve; the adapters, their gradients and states stay fp32"});
     else if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
@@ -402,7 +401,7 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
     // With adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
     nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}};
     nlohmann::json qlora = {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", adapter_targets}}}};
-    if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && one_gpu_or_ddp)
+    if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
         lora["precision"] = qlora["precision"] = "bf16-base-mixed";
     if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
         out.push_back({"LoRA (rank 16) instead of full fine-tuning", lora,

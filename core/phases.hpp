@@ -11,5 +11,6 @@ Terms resident(const Config&);                            // model states and bu
 std::vector<Phase> supervised_phases(const Config&);      // forward, loss, backward, optimizer_step
 std::vector<Phase> trl_phases(const Config&);             // [generation], [scoring passes], policy_forward, backward, ...
 double inference_engine_bytes(const Config&);             // a colocated vLLM's share of the GPU
+double reward_element_bytes(const Config&);               // PPO's frozen reward model: reward_dtype, or the policy's
 
 }  // namespace vramcalc

@@ -124,14 +124,13 @@ FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
         // gathered for good, the policy's from its forward to the end of backward. GRPO's generation runs under
         // summon_full_params(root, recurse=False) (trl/distributed.py), which frees the root's gradient shard and
         // reshards the root on exit, so its reference pass holds no root unless an old-log-prob pass gathered it.
-        const double root = double(embedding_params(a)) * e + tail;
+        const double root_params = double(embedding_params(a) + norm_params(a) + lm_head_params(a)), root = root_params * e;
         u.reference_kept = reference_model ? root : 0;
         u.policy_forward = u.backward = root;
         u.reference = groups && !scores_old_logps(c) ? 0 : root;
         u.generation = u.generation_prefill = root + layer;
         u.policy_pass = root + layer;
-        u.gradients_before_generation = gradients_bytes(policy) - double(embedding_params(a) + norm_params(a) + lm_head_params(a)) *
-                                                                       gradient_element_bytes(policy) / dp(c);
+        u.gradients_before_generation = gradients_bytes(policy) - root_params * gradient_element_bytes(policy) / dp(c);
         return u;
     }
     if (c.zero == 2) {
@@ -168,6 +167,11 @@ double teacher_weights_bytes(const Config& c) {
 // DistillationTrainer grad_accum's; both score them per micro-batch.
 double generation_rows(const Config& c) { return rows(c) * double(c.steps_per_generation); }
 
+// transformers' DynamicCache: K and V of every layer for `rows` sequences of `positions` tokens.
+double kv_cache_bytes(const Architecture& a, double rows, double positions, double bytes) {
+    return double(a.layers) * 2 * rows * double(a.kv_heads) * double(head_dim(a)) * positions * bytes;
+}
+
 // Generation in the training process: the larger of the prefill and the KV cache at its longest (transformers'
 // DynamicCache, one layer's K or V briefly twice as torch.cat grows it). The cache takes its first tensor's
 // dtype: fp32 under autocast over fp32 weights, where RoPE promotes K. Autocast's 16-bit copies of every weight
@@ -179,7 +183,7 @@ Terms generation_terms(const Config& c, const Config& policy) {
     const double g = generation_rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
     const double h = double(a.hidden), ffn = double(a.ffn), v = double(a.vocab);
     const double kv_bytes = autocast(policy) && x == 4 ? 4 : compute_element_bytes(policy);
-    auto kv = [&](double tokens) { return double(a.layers) * 2 * g * double(a.kv_heads) * double(head_dim(a)) * tokens * kv_bytes; };
+    auto kv = [&](double tokens) { return kv_cache_bytes(a, g, tokens, kv_bytes); };
     const bool lora = !trains_all_weights(c);
     const double weight_casts = autocast(policy) && x == 4 ? (double(total_params(a)) - v * h) * 2 : 0;
     Terms prefill, decode;
@@ -367,13 +371,13 @@ std::vector<Phase> distillation_phases(const Config& c) {
 // One update's rollout: micro_batch x grad_accum x num_mini_batches prompts, generated and scored
 // local_rollout_forward_batch_size rows at a time.
 struct Rollout {
-    double rows, chunk, chunks;
+    double chunk, chunks;
 };
 
 Rollout rollout(const Config& c) {
     const double rows = double(c.micro_batch) * double(c.grad_accum) * double(c.num_mini_batches);
     const double chunk = std::min(rows, double(c.rollout_forward_batch));
-    return {rows, chunk, std::ceil(rows / chunk)};
+    return {chunk, std::ceil(rows / chunk)};
 }
 
 // The value model: AutoModelForSequenceClassification with one label, always fully trained (even beside a LoRA
@@ -390,14 +394,7 @@ Config value_step(const Config& c) {
 double ppo_frozen_weights_bytes(const Config& c) {
     Architecture reward = c.reward_model;
     reward.score_labels = 1;
-    const double w = weight_element_bytes(c);
-    return double(total_params(reward)) * (c.reward_dtype ? element_bytes(*c.reward_dtype) : w) + reference_weights_bytes(c);
-}
-
-// transformers' DynamicCache in the weights' dtype: the rollout calls the unwrapped models (no autocast), and the
-// training forward's cache over fp32 weights is fp32 too (RoPE promotes K).
-double kv_cache_bytes(const Architecture& a, double rows, double positions, double bytes) {
-    return double(a.layers) * 2 * rows * double(a.kv_heads) * double(head_dim(a)) * positions * bytes;
+    return double(total_params(reward)) * reward_element_bytes(c) + reference_weights_bytes(c);
 }
 
 // A no-grad forward with output_hidden_states (the reference, value and reward passes) at the last layer's MLP:
@@ -413,6 +410,8 @@ std::vector<Phase> ppo_phases(const Config& c) {
     const Architecture& a = c.model;
     const Rollout r = rollout(c);
     const double b = double(c.micro_batch), q = double(c.prompt_len), cl = double(c.completion_len), s = sequence(c);
+    // KV caches take the weights' dtype: the rollout calls the unwrapped models (no autocast), and over fp32 weights
+    // the training forward's cache is fp32 too (RoPE promotes K).
     const double h = double(a.hidden), v = double(a.vocab), w = weight_element_bytes(policy), tokens = b * s;
     // Generation's fp32 scores (generate's output_scores, stacked and padded per chunk): `logitss` lives until the
     // next rollout rebinds it, so every phase holds them.
@@ -422,10 +421,10 @@ std::vector<Phase> ppo_phases(const Config& c) {
     base.weights += critic.weights + ppo_frozen_weights_bytes(c);
     base.optimizer_states += critic.optimizer_states;
     base.master_weights += critic.master_weights;
-    const double ids = r.chunks * r.chunk * s * 8;  // query_responses
+    // query_responses, and DDP's gradient buckets for the value model (DDP wraps PolicyAndValueWrapper).
+    const double buffers = r.chunks * r.chunk * s * 8 + communication_buffer_bytes(value);
     base.logits = scores;
-    // DDP wraps PolicyAndValueWrapper: its gradient buckets cover the value model too.
-    base.temporaries += ids + communication_buffer_bytes(value);
+    base.temporaries += buffers;
     std::vector<Phase> out;
 
     // Generation, per chunk: the stack of the C score tensors while generate's output (its KV cache, its scores)
@@ -449,7 +448,7 @@ std::vector<Phase> ppo_phases(const Config& c) {
     // get_reward: the backbone without a cache, then score on the last hidden state ((rows, seq, 1)).
     Terms val = base, reward = base;
     val.activations = nograd_layers_bytes(c.value_model, r.chunk, s, w);
-    reward.activations = nograd_layers_bytes(c.reward_model, r.chunk, s, c.reward_dtype ? element_bytes(*c.reward_dtype) : w);
+    reward.activations = nograd_layers_bytes(c.reward_model, r.chunk, s, reward_element_bytes(c));
     out.push_back({"value", val});
     out.push_back({"reward", reward});
 
@@ -497,7 +496,7 @@ std::vector<Phase> ppo_phases(const Config& c) {
     layers_backward.gradients += accumulating ? gradients_bytes(value) : 0;
     layers_backward.activations += activations_bytes(value) + bound;
     layers_backward.logits = train.logits + leftover_logits;
-    layers_backward.temporaries += ids + autocast_weight_copy_bytes(value);
+    layers_backward.temporaries += buffers + autocast_weight_copy_bytes(value);
     out.push_back({"backward", head_backward.sum() >= layers_backward.sum() ? head_backward : layers_backward});
     // The step over the policy's trainable weights and the whole value model (foreach: one temporary list for both).
     Terms step = without_logits(phase(supervised, "optimizer_step"));
@@ -505,7 +504,7 @@ std::vector<Phase> ppo_phases(const Config& c) {
     step.gradients = grads;
     step.activations = leftover;
     step.logits = train.logits + leftover_logits;
-    step.temporaries += ids + (c.optimizer_impl == OptimizerImpl::foreach ? optimizer_step_temporary_bytes(value) : 0);
+    step.temporaries += buffers + (c.optimizer_impl == OptimizerImpl::foreach ? optimizer_step_temporary_bytes(value) : 0);
     out.push_back({"optimizer_step", step});
     // No-grad entropy statistics after zero_grad: softmax over the completion logits and one product.
     Terms entropy = base;
@@ -517,6 +516,10 @@ std::vector<Phase> ppo_phases(const Config& c) {
 }
 
 }  // namespace
+
+double reward_element_bytes(const Config& c) {
+    return c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c);
+}
 
 double inference_engine_bytes(const Config& c) {
     return c.inference_engine == InferenceEngine::vllm_colocate ? c.inference_gpu_share * c.gpu.memory_gib * 1024.0 * 1024 * 1024 : 0;

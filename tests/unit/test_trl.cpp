@@ -203,6 +203,10 @@ TEST_CASE("PPO (TRL 1.12's PPOTrainer): four models, the rollout's kept scores, 
     CHECK(parsed(with({{"finetune", "full"}})).reference == Reference::model);
     const MemoryEstimate full_fp32_reward = estimate_memory(parsed(with({{"finetune", "full"}, {"reward_dtype", "fp32"}})));
     CHECK(full_fp32_reward.phases[0].terms.weights - full.phases[0].terms.weights == Approx(2.0 * 7504928768));
+    // LoRA is still offered to a full fine-tune under bf16-mixed: not with PEFT's bf16-base recipe, which PPO refuses.
+    const Report full_mixed = make_report(parsed(with({{"finetune", "full"}, {"precision", "bf16-mixed"}})));
+    CHECK(std::any_of(full_mixed.suggestions.begin(), full_mixed.suggestions.end(),
+                      [](const Suggestion& s) { return s.patch.contains("finetune") && s.patch["finetune"] != "full"; }));
     // A smaller reward model: only its bytes change.
     const MemoryEstimate small_reward = estimate_memory(parsed(with({{"reward_model", "llama-3.2-1b"}})));
     CHECK(small_reward.phases[0].terms.weights < m.phases[0].terms.weights - 2.0 * 6e9);
