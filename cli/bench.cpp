@@ -1,11 +1,11 @@
 // Estimates per second on one core: the breakdown alone, the full report, and JSON text to JSON text.
 #include <cstdio>
 
-#include "api.hpp"
-#include "benchmark.hpp"
+#include "advice/report.hpp"
 #include "cli.hpp"
-#include "config_json.hpp"
-#include "estimate.hpp"
+#include "json/api.hpp"
+#include "json/benchmark.hpp"
+#include "setup/config_json.hpp"
 
 namespace vramcalc::cli {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
 #include "cli.hpp"
+#include "json/api.hpp"
 
 namespace {
 

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "api.hpp"
-#include "benchmark.hpp"
-#include "config_json.hpp"
+#include "json/api.hpp"
+#include "json/benchmark.hpp"
+#include "setup/config_json.hpp"
 
 namespace {
 

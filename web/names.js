@@ -1,7 +1,7 @@
 // Model names: what a typed id or hub URL selects, and the ids close to an unknown one.
 
 // What a typed or pasted model name means as an id: "https://huggingface.co/Qwen/Qwen3-8B/tree/main" ->
-// "Qwen/Qwen3-8B" (as core/model_catalog.cpp reads it: the host, then anything after owner/name, goes).
+// "Qwen/Qwen3-8B" (as core/model/model_catalog.cpp reads it: the host, then anything after owner/name, goes).
 export function modelIdOf(text) {
   let t = String(text).trim().replace(/^https?:\/\//i, '').replace(/^www\./i, '')
     .replace(/^(huggingface\.co|hf\.co)\//i, '');

@@ -1,6 +1,6 @@
 // The page's state as flat, readable fields, and share links: state <-> query parameters <-> core configuration.
 // Pure functions, no DOM: the page and the tests share them. Every value read from a link is checked here against
-// the same lists and bounds as core/config_json.cpp; anything else is reported and ignored, never shown as markup.
+// the same lists and bounds as core/setup/config_json.cpp; anything else is reported and ignored, never shown as markup.
 
 import { resolveModel, closeModels } from './names.js';
 import { compactHf, fromBase64Url, toBase64Url } from './hfjson.js';
@@ -39,15 +39,15 @@ export const CHOICES = {
   'model.norm': ['rmsnorm', 'layernorm'],
   'model.position': ['rope', 'learned', 'alibi', 'none'],
 };
-// The activation an explicit architecture gets when it names none (core/config_json.cpp).
+// The activation an explicit architecture gets when it names none (core/setup/config_json.cpp).
 export const MLP_ACTIVATION = { swiglu: 'silu', geglu: 'gelu_pytorch_tanh', gelu: 'gelu' };
 
 export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj',
   'c_attn', 'c_proj', 'c_fc', 'lm_head', 'all-linear'];
 
 // The module names of each training stack's own model code, by role: q, k, v, o, gate, up, down, the output
-// projection (core/families.cpp, rows "llama", "torchtune", "torchtitan" and "litgpt"; a framework profile selects
-// its row for every model, core/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
+// projection (core/model/families.cpp, rows "llama", "torchtune", "torchtitan" and "litgpt"; a framework profile selects
+// its row for every model, core/setup/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
 // test checks these lists against the core's own error message.
 export const STACK_MODULES = {
   hf: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'lm_head'],
@@ -78,7 +78,7 @@ export function translateTargets(targets, from, to) {
   return [...new Set(out)].join(',');
 }
 
-// Bounds from core/config_json.cpp.
+// Bounds from core/setup/config_json.cpp.
 const W = 2 ** 20;
 export const INTS = {
   seq_len: [1, 2 ** 24], micro_batch: [1, 2 ** 20], grad_accum: [1, 2 ** 20], gpus: [1, 2 ** 20], zero: [0, 3],
@@ -94,18 +94,18 @@ export const INTS = {
 export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
   price_per_gpu_hour: [0, 1e6], vllm_share: [0, 0.95] };
 export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
-// TRL's trainers (core/method_json.cpp): their keys, each sent only with the methods that take it (toConfig).
+// TRL's trainers (core/setup/method_json.cpp): their keys, each sent only with the methods that take it (toConfig).
 export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm', 'vllm_share', 'vllm_sleep',
   'steps_per_generation', 'num_iterations', 'teacher', 'teacher_dtype', 'divergence', 'rollout_forward_batch', 'num_mini_batches',
   'value_model', 'reward_model', 'reward_dtype'];
-// The trainers that take reference log-probabilities (core/training_methods.cpp).
+// The trainers that take reference log-probabilities (core/setup/training_methods.cpp).
 export const REFERENCE_METHODS = ['dpo', 'ipo', 'kto', 'grpo', 'rloo', 'ppo'];
 // Keys that name a model of the catalog (a preset or a Hugging Face id), read from a link like `model`.
 const MODEL_KEYS = ['teacher', 'value_model', 'reward_model'];
 export const BOOLS = ['vllm_sleep', 'sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
   'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
 
-// An explicit architecture: the form's keys (the common ones; the core takes more) and core/architecture.hpp's
+// An explicit architecture: the form's keys (the common ones; the core takes more) and core/model/architecture.hpp's
 // defaults (kv_heads defaults to heads, activation to the MLP's usual one).
 export const ARCH_KEYS = ['layers', 'hidden', 'heads', 'kv_heads', 'head_dim', 'ffn', 'vocab', 'mlp', 'activation', 'norm', 'bias',
   'tied_embeddings', 'position', 'max_positions', 'dropout', 'experts', 'experts_per_token', 'qkv_bias',
@@ -117,7 +117,7 @@ export const ARCH_DEFAULTS = {
   experts: 1, experts_per_token: 1, qkv_bias: false, lm_head_bias: false, norms_per_layer: 2,
 };
 
-// The page's fields with the core's defaults (core/config.hpp). "model" is a preset id, a Hugging Face id of the
+// The page's fields with the core's defaults (core/setup/config.hpp). "model" is a preset id, a Hugging Face id of the
 // catalog, "custom" or "hf". loss_chunks, lm_head_chunks and longest_batch_first hold '' for the framework's own choice (LitGPT's depend
 // on the tokens and the fine-tuning method), else what the user set; framework_version and backend_version '' for
 // the current revision. sequence_parallel and pp_stages_per_rank hold a value, whose default follows other fields
@@ -137,7 +137,7 @@ export const DEFAULTS = {
 };
 for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 
-// What a framework profile sets (core/frameworks.cpp), read from the core by readProfiles: the configuration it
+// What a framework profile sets (core/setup/frameworks.cpp), read from the core by readProfiles: the configuration it
 // echoes for {"framework": id} (the current revision) and, on demand, for {"framework": id, "framework_version": v}
 // (the revision in force then: torchtune before 0.3 is FSDP 1 with the full loss ...). Until then (and for a
 // framework or version the core does not answer), the current revision's, else DEFAULTS.
@@ -189,7 +189,7 @@ export function applyProfile(s) {
 
 export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
 
-// Fields whose default depends on others (core/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
+// Fields whose default depends on others (core/setup/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
 // norms sequence-parallel, the interleaved schedule runs two stages per GPU, adapters on one GPU or DDP under a
 // bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base; not under PPO, which refuses it), TRL
 // 1.16's trainers checkpoint (gradient_checkpointing=True by default). Left at their default, they follow it.
@@ -240,8 +240,8 @@ export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
 export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
 // Keys that only mean something with QLoRA (the core refuses them otherwise).
 export const QLORA_KEYS = ['backend', 'backend_version'];
-// A release ("0.2.1", "0.3.0rc1", "2.6.0+cu124": core/frameworks.cpp reads the leading numbers) or a date, of at most
-// 32 characters (core/config_json.cpp); the page also keeps a link's version to letters, digits and . + _ -.
+// A release ("0.2.1", "0.3.0rc1", "2.6.0+cu124": core/setup/frameworks.cpp reads the leading numbers) or a date, of at most
+// 32 characters (core/setup/config_json.cpp); the page also keeps a link's version to letters, digits and . + _ -.
 const RELEASE = /^[0-9][0-9A-Za-z.+_-]{0,31}$/;
 const VERSION_CHARS = 32;
 export const MAX_PARAM_CHARS = 200;

@@ -5,7 +5,7 @@ import { STACK_MODULES, defaultOf, ownModules, targetsOffered } from './params.j
 export const baseArch = {};     // preset id -> architecture (from the core's presets)
 export const catalogType = {};  // catalog id -> model_type
 
-// Of the LoRA targets the page offers, the modules each family has (core/families.cpp; routed experts take no
+// Of the LoRA targets the page offers, the modules each family has (core/model/families.cpp; routed experts take no
 // adapters; DeepSeek's latent attention has q_a_proj, kv_a_proj_with_mqa ... instead of q/k/v). Llama's otherwise.
 const LLAMA_MODULES = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
 const FAMILY_MODULES = {

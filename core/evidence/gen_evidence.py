@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes evidence_data.inc, the committed validation cases as C++ rows, for core/evidence.cpp.
+"""Writes evidence_data.inc, the committed validation cases as C++ rows, for core/evidence/evidence.cpp.
 
     python3 core/evidence/gen_evidence.py --root REPO --out BUILD/evidence_data.inc INPUT.jsonl...
 

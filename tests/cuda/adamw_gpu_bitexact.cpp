@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "adamw.hpp"
 #include "adamw_kernels.hpp"
 #include "gpu_common.hpp"
+#include "reference/adamw.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// Elementwise AdamW on the GPU: the scalar reference step of core/adamw.hpp, four elements per thread
+// Elementwise AdamW on the GPU: the scalar reference step of core/reference/adamw.hpp, four elements per thread
 // (16-byte loads and stores), a grid-stride loop, and the n % 4 tail in block 0. Built with --fmad=false
 // (tests/cuda/CMakeLists.txt): the only FMAs are the fmaf calls the reference writes on purpose.
 #include <cuda_runtime.h>

@@ -1,11 +1,11 @@
 // Launchers for the elementwise AdamW kernels (adamw_kernels.cu). Plain C++: host programs include this
-// without nvcc. Every kernel applies vramcalc::adamw::step (core/adamw.hpp) to each element, compiled with
+// without nvcc. Every kernel applies vramcalc::adamw::step (core/reference/adamw.hpp) to each element, compiled with
 // --fmad=false, so a GPU result is bit-identical to the CPU reference (NaN payloads aside).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
-#include "adamw.hpp"
+#include "reference/adamw.hpp"
 
 namespace vramcalc {
 namespace cuda {

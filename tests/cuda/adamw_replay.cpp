@@ -1,5 +1,5 @@
 // Replays trajectory files written by tests/validation/adamw/make_trajectories.py through the CPU reference
-// (core/adamw.hpp) and reports, per case, the max ulp distance and the elements that are not bit-identical.
+// (core/reference/adamw.hpp) and reports, per case, the max ulp distance and the elements that are not bit-identical.
 // It also tries the reference's two build-dependent switches (addcmul_ contracted to an FMA or not; the bias
 // correction's square root as math.sqrt or **0.5) so a mismatch says which torch arithmetic it was.
 // Usage: adamw_replay FILE... [--out FILE.json]

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "api.hpp"
 #include "gpu_common.hpp"
+#include "json/api.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// libFuzzer harness over the text-in, text-out API (core/api.hpp).
+// libFuzzer harness over the text-in, text-out API (core/json/api.hpp).
 //
 // The first byte picks the entry point, so one corpus covers all four:
 //   'S' + request  → sweep_json        'D' + config → deepspeed_json
@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
+#include "json/api.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
+#include "setup/config_json.hpp"
 
 inline vramcalc::Config parsed(const nlohmann::json& j) {
     const vramcalc::ParsedConfig p = vramcalc::parse_config(j);

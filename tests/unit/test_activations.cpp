@@ -3,8 +3,8 @@
 // 16-bit activations, kv_heads == heads).
 #include <catch2/catch.hpp>
 
-#include "config_json.hpp"
-#include "memory_terms.hpp"
+#include "memory/memory_terms.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 

@@ -1,4 +1,4 @@
-// The scalar AdamW reference (core/adamw.hpp) against real torch.optim.AdamW trajectories
+// The scalar AdamW reference (core/reference/adamw.hpp) against real torch.optim.AdamW trajectories
 // (tests/validation/adamw/trajectories.json, made by make_trajectories.py), its 16-bit conversions, and
 // the JSON entry point adamw_json.
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include <string>
 
 #include "../validation/adamw/replay.hpp"
-#include "adamw.hpp"
-#include "api.hpp"
+#include "json/api.hpp"
+#include "reference/adamw.hpp"
 
 using nlohmann::json;
 using namespace vramcalc;

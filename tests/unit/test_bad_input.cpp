@@ -1,4 +1,4 @@
-// Bad input through the public entry points (core/api.hpp): every class of bad configuration is rejected with
+// Bad input through the public entry points (core/json/api.hpp): every class of bad configuration is rejected with
 // an error naming the exact field, nothing crashes, wraps or hangs. Also replays the fuzzing seed corpus and
 // every saved fuzzing regression (tests/fuzz/corpus, tests/fuzz/regressions) so fixed findings stay fixed.
 #include <algorithm>
@@ -20,8 +20,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
-#include "config_json.hpp"
+#include "json/api.hpp"
+#include "setup/config_json.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The evidence beside an estimate (core/evidence.cpp) against the validation data read here directly: the
+// The evidence beside an estimate (core/evidence/evidence.cpp) against the validation data read here directly: the
 // JSONL files ctest's accuracy tests and published/evaluate.py read, not the rows generated from them. Which
 // cases match, how many, and their errors (recomputed here as tests/validation/accuracy.cpp and evaluate.py
 // compute them) must be what the report shows; the allowances must be the estimate's own terms.
@@ -16,11 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
+#include "evidence/evidence.hpp"
+#include "memory/estimate.hpp"
+#include "model/families.hpp"
 #include "parsed_config.hpp"
-#include "estimate.hpp"
-#include "evidence.hpp"
-#include "families.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-// Exports (core/exports.cpp): which apply to which configuration, and every key, flag and enum value they emit
+// Exports (core/exports/exports.cpp): which apply to which configuration, and every key, flag and enum value they emit
 // checked against tests/data/exports/schema.json, extracted from the pinned libraries' own source by
 // tests/data/exports/extract_schema.py (the libraries' parsers themselves: validate_with_libraries.py).
 #include <catch2/catch.hpp>
@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "api.hpp"
-#include "config_json.hpp"
-#include "exports.hpp"
-#include "model_catalog.hpp"
-#include "presets.hpp"
+#include "exports/exports.hpp"
+#include "json/api.hpp"
+#include "model/model_catalog.hpp"
+#include "model/presets.hpp"
+#include "setup/config_json.hpp"
 
 using nlohmann::json;
 using namespace vramcalc;

@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
-#include "estimate.hpp"
-#include "memory_terms.hpp"
+#include "memory/estimate.hpp"
+#include "memory/memory_terms.hpp"
 #include "parsed_config.hpp"
-#include "step_time.hpp"
+#include "setup/config_json.hpp"
+#include "time/step_time.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api.hpp"
-#include "architecture.hpp"
-#include "config_json.hpp"
+#include "advice/report.hpp"
+#include "json/api.hpp"
+#include "model/architecture.hpp"
 #include "parsed_config.hpp"
-#include "estimate.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

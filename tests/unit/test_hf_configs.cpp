@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "architecture.hpp"
-#include "config_json.hpp"
-#include "hf_config.hpp"
-#include "model_catalog.hpp"
+#include "model/architecture.hpp"
+#include "model/hf_config.hpp"
+#include "model/model_catalog.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -1,10 +1,10 @@
 // Model-state bytes against the closed forms of the ZeRO paper, DeepSpeed's estimators and Megatron-LM.
 #include <catch2/catch.hpp>
 
-#include "architecture.hpp"
-#include "config_json.hpp"
-#include "estimate.hpp"
-#include "memory_terms.hpp"
+#include "advice/report.hpp"
+#include "memory/memory_terms.hpp"
+#include "model/architecture.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 

@@ -1,9 +1,9 @@
 // Parameter counts against the figures the model publishers state (model cards / safetensors metadata).
 #include <catch2/catch.hpp>
 
-#include "architecture.hpp"
-#include "config_json.hpp"
-#include "presets.hpp"
+#include "model/architecture.hpp"
+#include "model/presets.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 

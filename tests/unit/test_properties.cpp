@@ -22,10 +22,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
-#include "estimate.hpp"
-#include "memory_terms.hpp"
-#include "presets.hpp"
+#include "memory/estimate.hpp"
+#include "memory/memory_terms.hpp"
+#include "setup/config_json.hpp"
 
 namespace {
 

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
+#include "advice/report.hpp"
 #include "parsed_config.hpp"
-#include "estimate.hpp"
-#include "step_time.hpp"
+#include "setup/config_json.hpp"
+#include "time/step_time.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "architecture.hpp"
-#include "config_json.hpp"
-#include "estimate.hpp"
+#include "advice/report.hpp"
+#include "model/architecture.hpp"
 #include "parsed_config.hpp"
+#include "setup/config_json.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_json.hpp"
-#include "estimate.hpp"
+#include "memory/estimate.hpp"
+#include "setup/config_json.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Extracts, from the libraries' own source, the key names and enum values that vramcalc's exports
-(core/exports.cpp) may emit, into schema.json; tests/unit/test_exports.cpp checks every emitted key against it.
+(core/exports/exports.cpp) may emit, into schema.json; tests/unit/test_exports.cpp checks every emitted key against it.
 
 Run with the project's pinned environment (tests/validation/requirements-hf.txt), from the repository root:
     build/venv/bin/python tests/data/exports/extract_schema.py > tests/data/exports/schema.json
@@ -48,7 +48,7 @@ for path in json.loads(sys.argv[1]):
     out[path] = sorted(f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name)) if f.init)
 print(json.dumps(out))
 """
-# The config classes of the trainers core/training_methods.cpp models.
+# The config classes of the trainers core/setup/training_methods.cpp models.
 TRL_CONFIGS = ["trl.DPOConfig", "trl.KTOConfig", "trl.GRPOConfig", "trl.RLOOConfig", "trl.DistillationConfig",
                "trl.experimental.orpo.ORPOConfig", "trl.experimental.cpo.CPOConfig"]
 TRL_PPO_CONFIGS = ["trl.experimental.ppo.PPOConfig"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate core/model_catalog_data.inc from tests/data/model_catalog/sources.jsonl.
+"""Generate core/model/model_catalog_data.inc from tests/data/model_catalog/sources.jsonl.
 
 Each line of sources.jsonl holds one Hugging Face Hub model id and its config.json (as found, or the
 architecture fields confirmed from two sources; see README.md beside this script). This script drops
@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SOURCES = os.path.join(HERE, "sources.jsonl")
-OUTPUT = os.path.join(ROOT, "core", "model_catalog_data.inc")
+OUTPUT = os.path.join(ROOT, "core", "model", "model_catalog_data.inc")
 
 # Keys that never affect shapes or training memory.
 DROP_KEYS = {

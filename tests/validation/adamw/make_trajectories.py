@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Record torch.optim.AdamW trajectories for the C++ reference in core/adamw.hpp.
+"""Record torch.optim.AdamW trajectories for the C++ reference in core/reference/adamw.hpp.
 
 Runs the real optimizer (single-tensor path: foreach=False, on the CPU, float32) over a set of cases
 (tiny, subnormal and huge gradients, zero gradients, weight decay 0, amsgrad, maximize, extreme betas,

@@ -1,4 +1,4 @@
-// Replays the torch trajectories recorded by make_trajectories.py through core/adamw.hpp and measures the
+// Replays the torch trajectories recorded by make_trajectories.py through core/reference/adamw.hpp and measures the
 // distance, per case, in ulps (NaN matches NaN; +0 and -0 are 0 ulp apart but counted as a bit difference).
 // Shared by tests/unit/test_adamw.cpp and tests/cuda/adamw_replay.cpp. Host only; needs nlohmann::json.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "adamw.hpp"
+#include "reference/adamw.hpp"
 
 namespace vramcalc {
 namespace adamw_replay {

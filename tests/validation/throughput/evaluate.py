@@ -7,7 +7,7 @@
     python3 tests/validation/throughput/evaluate.py --float8 [--check]          # bf16 -> float8 speedups
 
 The goal (issue 13): median |error| of tokens_per_s_per_gpu <= 15 % over the test rows whose setup is fully known.
---fit searches the four achieved fractions of core/step_time.cpp on the fully-known calibration rows only, by
+--fit searches the four achieved fractions of core/time/step_time.cpp on the fully-known calibration rows only, by
 rescaling each estimate's matmul, attention and element-wise seconds (the report's time block) and re-adding the
 terms that do not scale with them; it prints the best set, to be copied into step_time.cpp by hand.
 Python standard library only.
@@ -38,7 +38,7 @@ NAMES = ("kMatmulFraction", "kAttentionFraction", "kHopperAttentionFraction", "k
 
 
 def compiled_constants():
-    text = open(os.path.join(REPO, "core", "step_time.cpp")).read()
+    text = open(os.path.join(REPO, "core", "time", "step_time.cpp")).read()
     return {n: float(re.search(n + r" = ([0-9.]+);", text).group(1)) for n in NAMES}
 
 

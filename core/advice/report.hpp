@@ -1,0 +1,39 @@
+// The whole answer for a configuration: its memory, the largest micro-batch that fits, what to change when it
+// does not, the step time and cost, and warnings.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "memory/estimate.hpp"
+#include "time/step_time.hpp"
+
+namespace vramcalc {
+
+struct Suggestion {
+    std::string change;     // short, for people
+    nlohmann::json patch;   // the configuration keys to set
+    double total = 0;       // total_bytes after the change
+    bool fits = false;
+    std::string why;
+    double step_time = 0;   // seconds of one optimizer step after the change (0: unknown)
+    bool time_is_bound = false;  // step_time is a lower bound (offload)
+    std::uint64_t gpus = 1;
+};
+
+struct Report {
+    Config config;
+    MemoryEstimate memory;
+    std::uint64_t max_micro_batch = 0;  // 0 when not even 1 fits
+    std::vector<Suggestion> suggestions;  // those that fit first, fastest first, then on fewer GPUs
+    std::vector<std::string> warnings;
+    StepTime time;
+    RunCost run;
+};
+
+// Everything: breakdown, largest micro-batch, what to change, warnings.
+Report make_report(const Config&);
+
+}  // namespace vramcalc

@@ -1,0 +1,26 @@
+// The GPUs a run can be planned on: the catalog, with what the step time needs of each.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace vramcalc {
+
+struct Gpu {
+    std::string id;    // catalog id, or "custom"
+    std::string name;
+    double memory_gib = 80;
+    double bandwidth_gbps = 0;   // HBM, GB/s, 0 when unknown
+    double bf16_tflops = 0;      // dense tensor-core peak, 0 when unknown (or no bf16)
+    double fp16_tflops = 0;      // dense tensor-core peak
+    double fp32_tflops = 0;      // without tensor cores (PyTorch's default fp32 matmul)
+    double link_gbps = 0;        // to the other GPUs of a node, per direction: NVLink, else PCIe
+    double pcie_gbps = 0;        // to the host, per direction
+    double network_gbps = 0;     // across nodes, per GPU, in the vendor's reference system (DGX/HGX)
+};
+
+const std::vector<Gpu>& gpu_catalog();
+const Gpu* find_gpu(const std::string& id);
+// FP8 tensor cores (torch._scaled_mm): compute capability 8.9 or newer (Ada, Hopper, Blackwell), or AMD's MI300.
+bool supports_fp8(const Gpu&);
+
+}  // namespace vramcalc

@@ -1,0 +1,142 @@
+#include "json/api.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "exports/exports.hpp"
+#include "input/json_text.hpp"
+#include "json/report_json.hpp"
+#include "json/scenarios.hpp"
+#include "model/model_catalog.hpp"
+#include "hardware/gpus.hpp"
+#include "model/presets.hpp"
+#include "setup/config_json.hpp"
+
+namespace vramcalc {
+
+using nlohmann::json;
+
+namespace {
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ApiResult failure(const std::vector<FieldError>& errors) { return {false, dump(errors_to_json(errors))}; }
+
+// Reads an axis of the sweep grid: an array of positive integers up to `max` (the configuration's own
+// limit for that key), or the configuration's own value.
+bool read_axis(const json& request, const char* key, std::uint64_t fallback, std::uint64_t max,
+               std::vector<std::uint64_t>& out, std::vector<FieldError>& errors) {
+    auto it = request.find(key);
+    if (it == request.end()) {
+        out = {fallback};
+        return true;
+    }
+    const std::string rule = "must be an array of 1 to 1000 integers from 1 to " + std::to_string(max);
+    if (!it->is_array() || it->empty() || it->size() > 1000) {
+        errors.push_back({key, rule});
+        return false;
+    }
+    for (const json& v : *it) {
+        const double d = v.is_number() ? v.get<double>() : 0;
+        if (!(d >= 1 && d <= double(max) && d == std::floor(d))) {
+            errors.push_back({key, rule + ", got " + describe_json(v)});
+            return false;
+        }
+        out.push_back(std::uint64_t(d));
+    }
+    return true;
+}
+
+}  // namespace
+
+ApiResult estimate_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    return {true, dump(report_to_json(make_report(p.config)))};
+}
+
+ApiResult deepspeed_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (p.ok() && p.config.strategy != Strategy::deepspeed)
+        p.errors.push_back({"strategy", "a DeepSpeed config needs strategy \"deepspeed\""});
+    if (!p.ok()) return failure(p.errors);
+    return {true, dump(deepspeed_config(p.config))};
+}
+
+ApiResult exports_json(const std::string& config_json) {
+    const ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    json list = json::array();
+    for (const Export& e : exports_for(p.config))
+        list.push_back({{"id", e.id}, {"title", e.title}, {"filename", e.filename}, {"language", e.language}, {"text", e.text}});
+    return {true, dump({{"exports", list}})};
+}
+
+ApiResult sweep_json(const std::string& request_json) {
+    std::string problem;
+    const json request = parse_json_text(request_json, problem);
+    if (request.is_discarded()) return failure({{"", problem}});
+    if (!request.is_object())
+        return failure({{"", "the sweep request must be a JSON object {\"config\", \"micro_batch\", \"seq_len\"}"}});
+    for (auto it = request.begin(); it != request.end(); ++it)
+        if (it.key() != "config" && it.key() != "micro_batch" && it.key() != "seq_len")
+            return failure({{it.key(), "unknown key; allowed keys: config, micro_batch, seq_len"}});
+    ParsedConfig p = parse_config(request.contains("config") ? request["config"] : json::object());
+    if (!p.ok()) return failure(p.errors);
+    std::vector<FieldError> errors;
+    std::vector<std::uint64_t> batches, seqs;
+    read_axis(request, "micro_batch", p.config.micro_batch, std::uint64_t(1) << 20, batches, errors);
+    read_axis(request, "seq_len", p.config.seq_len, std::uint64_t(1) << 24, seqs, errors);
+    if (errors.empty() && batches.size() * seqs.size() > 10000)
+        errors.push_back({"", "the grid is larger than 10000 points"});
+    if (!errors.empty()) return failure(errors);
+    json peak = json::array(), total = json::array();
+    // Each point from the request's own configuration, so that defaults derived from the shape (LitGPT's loss
+    // chunks) follow the point, as a single estimate of it would.
+    const json base = request.contains("config") ? request["config"] : json::object();
+    for (std::uint64_t s : seqs) {
+        json peak_row = json::array(), total_row = json::array();
+        for (std::uint64_t b : batches) {
+            json point = base;
+            point["seq_len"] = s, point["micro_batch"] = b;
+            ParsedConfig q = parse_config(point);  // the same checks as a single estimate
+            if (!q.ok()) {
+                peak_row.push_back(nullptr), total_row.push_back(nullptr);
+                continue;
+            }
+            const MemoryEstimate m = estimate_memory(q.config);
+            peak_row.push_back(std::uint64_t(m.peak_allocated)), total_row.push_back(std::uint64_t(m.total));
+        }
+        peak.push_back(peak_row), total.push_back(total_row);
+    }
+    const json out = {{"micro_batch", batches}, {"seq_len", seqs}, {"peak_allocated_bytes", peak},
+                      {"total_bytes", total},
+                      {"capacity_bytes", std::uint64_t(p.config.gpu.memory_gib * 1024.0 * 1024 * 1024)}};
+    return {true, dump(out)};
+}
+
+std::string presets_json() {
+    static const std::string cached = [] {
+        json models = json::array(), gpus = json::array(), examples = json::array();
+        for (const ModelPreset& m : model_presets())
+            models.push_back({{"id", m.arch.id}, {"name", m.name}, {"source", m.source},
+                              {"parameters", total_params(m.arch)}, {"architecture", architecture_to_json(m.arch)}});
+        json catalog = json::array();
+        for (const CatalogModel& m : model_catalog()) {
+            const ParsedConfig p = parse_config(json{{"model", m.id}});
+            const json hf = json::parse(m.config, nullptr, false);
+            catalog.push_back({{"id", m.id},
+                               {"model_type", hf.is_object() ? hf.value("model_type", "") : ""},
+                               {"parameters", p.ok() ? total_params(p.config.model) : 0}});
+        }
+        for (const Gpu& g : gpu_catalog())
+            gpus.push_back({{"id", g.id}, {"name", g.name}, {"memory_gib", g.memory_gib},
+                            {"bandwidth_gbps", g.bandwidth_gbps}, {"bf16_tflops", g.bf16_tflops}});
+        for (const Scenario& s : scenarios())
+            examples.push_back({{"id", s.id}, {"description", s.description}, {"config", json::parse(s.config_json)}});
+        return dump({{"models", models}, {"catalog", catalog}, {"gpus", gpus}, {"scenarios", examples}});
+    }();  // the tables are constant: build the answer once
+    return cached;
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,26 @@
+// Text in, text out: the one entry point the CLI and the WASM bindings share.
+// Every call returns {ok, json}; on failure json is {"errors":[{"field","message"}...]}.
+// No call throws or aborts, whatever the input.
+#pragma once
+#include <string>
+
+namespace vramcalc {
+
+struct ApiResult {
+    bool ok = false;
+    std::string json;
+};
+
+ApiResult estimate_json(const std::string& config_json);
+// {"config":{...},"micro_batch":[1,2,...],"seq_len":[512,...]} → peak and total bytes over the grid.
+ApiResult sweep_json(const std::string& request_json);
+// A DeepSpeed config for the run (strategy "deepspeed" only; anything else is an error).
+ApiResult deepspeed_json(const std::string& config_json);
+// {"exports":[{"id","title","filename","language","text"}, ...]}: every export that applies to the run (exports.hpp);
+// ids: deepspeed, accelerate, training-arguments, torchrun, litgpt, torchtune, megatron.
+ApiResult exports_json(const std::string& config_json);
+std::string presets_json();
+// One or more steps of the scalar AdamW reference (core/reference/adamw.hpp); see adamw_json.cpp for the format.
+ApiResult adamw_json(const std::string& request_json);
+
+}  // namespace vramcalc

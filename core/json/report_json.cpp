@@ -1,0 +1,100 @@
+#include "json/report_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "evidence/evidence.hpp"
+#include "setup/config_json.hpp"
+
+namespace vramcalc {
+
+using nlohmann::json;
+
+namespace {
+std::uint64_t bytes(double b) { return b <= 0 ? 0 : std::uint64_t(std::llround(b)); }
+// Seconds, tokens/s and shares to 4 significant digits; null where the GPU's peak is unknown.
+json figure(double v, bool known) {
+    if (!known) return nullptr;
+    char s[32];
+    std::snprintf(s, sizeof s, "%.4g", v);
+    return std::strtod(s, nullptr);
+}
+double phase_seconds(const StepTime& t, const std::string& phase) {
+    if (phase == "forward") return t.forward;
+    if (phase == "loss") return t.loss;
+    if (phase == "backward") return t.backward;
+    return t.optimizer_step;
+}
+}  // namespace
+
+json terms_to_json(const Terms& t) {
+    return {{"weights", bytes(t.weights)},
+            {"gradients", bytes(t.gradients)},
+            {"optimizer_states", bytes(t.optimizer_states)},
+            {"master_weights", bytes(t.master_weights)},
+            {"activations", bytes(t.activations)},
+            {"logits", bytes(t.logits)},
+            {"temporaries", bytes(t.temporaries)}};
+}
+
+json report_to_json(const Report& r) {
+    const MemoryEstimate& m = r.memory;
+    json per_gpu = terms_to_json(m.at_peak());
+    per_gpu["cuda_context"] = bytes(m.cuda_context);
+    per_gpu["allocator_overhead"] = bytes(m.allocator_overhead);
+    if (m.paged_optimizer_states > 0) per_gpu["paged_optimizer_states"] = bytes(m.paged_optimizer_states);
+    if (m.inference_engine > 0 && m.inference_engine_in_total) per_gpu["inference_engine"] = bytes(m.inference_engine);
+    json phases = json::array();
+    for (const Phase& p : m.phases)
+        phases.push_back({{"name", p.name}, {"allocated_bytes", bytes(p.terms.sum())}, {"per_gpu_bytes", terms_to_json(p.terms)},
+                          {"time_s", figure(phase_seconds(r.time, p.name), r.time.known)}});
+    json suggestions = json::array();
+    for (const Suggestion& s : r.suggestions)
+        suggestions.push_back({{"change", s.change}, {"config", s.patch}, {"total_bytes", bytes(s.total)},
+                               {"fits", s.fits}, {"why", s.why}, {"step_time_s", figure(s.step_time, s.step_time > 0)},
+                               {"step_time_is_lower_bound", s.time_is_bound}});
+    const std::uint64_t total = bytes(m.total), capacity = bytes(m.capacity);
+    json out = {{"config", config_to_json(r.config)},
+            {"parameters", {{"total", bytes(m.params_total)}, {"trainable", bytes(m.params_trainable)}}},
+            {"per_gpu_bytes", per_gpu},
+            {"peak_phase", m.phases[m.peak_phase].name},
+            {"phases", phases},
+            {"peak_allocated_bytes", bytes(m.peak_allocated)},
+            {"peak_reserved_bytes", bytes(m.peak_reserved)},
+            {"total_bytes", total},
+            {"cpu_bytes", bytes(m.cpu)},
+            {"gpu", {{"id", r.config.gpu.id}, {"name", r.config.gpu.name}, {"capacity_bytes", capacity}}},
+            {"fits", m.fits},
+            {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total)},
+            {"max_micro_batch", r.max_micro_batch},
+            {"suggestions", suggestions},
+            {"warnings", r.warnings}};
+    if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
+    out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
+    // Time and cost (step_time.cpp).
+    const StepTime& t = r.time;
+    out["step_time_s"] = figure(t.step, t.known);
+    out["tokens_per_s"] = figure(t.tokens_per_s, t.known);
+    out["tokens_per_s_per_gpu"] = figure(t.tokens_per_s_per_gpu, t.known);
+    out["mfu"] = figure(t.mfu, t.known);
+    out["step_time_is_lower_bound"] = t.lower_bound;
+    out["time"] = {{"compute_s", figure(t.compute, t.known)},
+                   {"matmul_s", figure(t.matmul, t.known)},
+                   {"attention_s", figure(t.attention, t.known)},
+                   {"memory_s", figure(t.memory, t.known)},
+                   {"data_parallel_s", figure(t.data_parallel, t.known)},
+                   {"tensor_parallel_s", figure(t.tensor_parallel, t.known)},
+                   {"exposed_communication_s", figure(t.exposed_communication, t.known)},
+                   {"pipeline_bubble_s", figure(t.pipeline_bubble, t.known)},
+                   {"offload_s", figure(t.offload, t.known)},
+                   {"model_flops_per_token", figure(t.model_flops_per_token, true)}};
+    if (r.run.has_tokens) {
+        out["hours"] = figure(r.run.hours, true);
+        out["gpu_hours"] = figure(r.run.gpu_hours, true);
+        if (r.run.has_price) out["cost"] = figure(r.run.cost, true);
+    }
+    return out;
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,50 @@
+// Per-GPU memory of one training step: the moments that can hold the peak, and the largest of them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "setup/config.hpp"
+
+namespace vramcalc {
+
+// What is live on the busiest GPU at one moment of the step (bytes).
+struct Terms {
+    double weights = 0, gradients = 0, optimizer_states = 0, master_weights = 0;
+    double activations = 0, logits = 0, temporaries = 0;
+    double sum() const {
+        return weights + gradients + optimizer_states + master_weights + activations + logits + temporaries;
+    }
+};
+
+// The moments of a step where the peak can fall.
+struct Phase {
+    std::string name;  // "forward", "loss", "backward", "optimizer_step"
+    Terms terms;
+};
+
+struct MemoryEstimate {
+    double params_total = 0, params_trainable = 0;
+    std::vector<Phase> phases;
+    std::size_t peak_phase = 0;
+    std::string stage;              // with pipeline parallelism, the busier stage: "first" or "last"
+    double peak_allocated = 0;      // torch.cuda.max_memory_allocated() on the busiest GPU
+    double allocator_overhead = 0;  // reserved - allocated
+    double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
+    double cuda_context = 0;
+    double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
+    double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator
+    bool inference_engine_in_total = true;  // false: a sleeping engine, freed at the step's peak
+    double total = 0;               // what nvidia-smi shows
+    double cpu = 0;                 // RAM for offloaded states
+    double capacity = 0;
+    bool fits = false;
+    const Terms& at_peak() const { return phases[peak_phase].terms; }
+};
+
+// The fast path: the breakdown alone.
+MemoryEstimate estimate_memory(const Config&);
+// Largest micro_batch (all else equal) whose total fits the GPU; 0 when none does.
+std::uint64_t max_micro_batch(const Config&);
+
+}  // namespace vramcalc

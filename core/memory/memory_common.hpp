@@ -1,0 +1,48 @@
+// Helpers shared by the memory-term files (memory_terms.cpp, activation_terms.cpp).
+#pragma once
+#include "memory/memory_terms.hpp"
+#include "setup/config.hpp"
+
+namespace vramcalc::detail {
+
+inline bool base_mixed(const Config& c) {
+    return c.precision == Precision::bf16_base_mixed || c.precision == Precision::fp16_base_mixed;
+}
+inline bool mixed(const Config& c) {
+    return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed || base_mixed(c);
+}
+// LoRA over a 16-bit frozen base under autocast: weights, embeddings and the residual stream are 16-bit. (QLoRA's
+// non-4-bit weights are fp32 either way: PEFT's prepare_model_for_kbit_training casts them.)
+inline bool half_base(const Config& c) { return base_mixed(c) && c.finetune.method == FinetuneMethod::lora; }
+inline bool half_model(const Config& c) { return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron; }
+// torch.autocast over fp32 weights; FSDP's MixedPrecision instead runs the gathered 16-bit parameters.
+inline bool autocast(const Config& c) { return mixed(c) && !half_model(c) && c.strategy != Strategy::fsdp; }
+// The residual stream and the norms' outputs in fp32: autocast over fp32 weights.
+inline bool fp32_residual(const Config& c) { return autocast(c) && !half_base(c); }
+inline bool deepspeed(const Config& c, int min_stage) { return c.strategy == Strategy::deepspeed && c.zero >= min_stage; }
+inline bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
+inline bool offloaded(const Config& c) { return c.offload != Offload::none; }
+inline double dp(const Config& c) { return double(data_parallel(c)); }
+// The tokens of one micro-batch on one GPU: context parallelism splits every sequence cp ways.
+inline double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len) / double(c.cp); }
+// Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
+inline double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
+// FSDP 1 units mixing frozen and LoRA weights in one flat parameter: each original parameter is a view of
+// the unsharded flat parameter, and a view of a tensor that requires grad requires grad, so autograd saves
+// and computes as for full fine-tuning, and the whole flat parameter gets a gradient
+// (torch/distributed/fsdp/_flat_param.py _use_unsharded_views; measured in tests/validation/stacks/fsdp).
+inline bool fsdp1_mixed_units(const Config& c) {
+    return c.strategy == Strategy::fsdp && c.fsdp_version == 1 && c.fsdp_wrap == FsdpWrap::layers &&
+           c.finetune.method != FinetuneMethod::full;
+}
+// Whether autograd treats the frozen base weights as trainable (saves their inputs, computes their grads).
+inline bool base_weights_need_grad(const Config& c) {
+    return c.finetune.method == FinetuneMethod::full || fsdp1_mixed_units(c);
+}
+
+// bitsandbytes before 0.43.2 keeps every 4-bit projection's input (activation_terms.cpp).
+bool bitsandbytes_keeps_inputs(const Config& c);
+// The training loop keeps the last step's outputs, and with them its autograd graph (logits_terms.cpp).
+bool loop_keeps_outputs(const Config& c);
+
+}  // namespace vramcalc::detail
