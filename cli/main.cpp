@@ -21,6 +21,7 @@ const char* kUsage =
     "                                             torchrun, litgpt, torchtune, megatron)\n"
     "       vramcalc adamw FILE|-                 the scalar AdamW reference step\n"
     "       vramcalc presets                      model presets, GPU catalog, worked scenarios\n"
+    "       vramcalc schema [--markdown]          every configuration key: type, bounds, default, when it applies\n"
     "       vramcalc bench [SECONDS]              estimates per second\n";
 
 bool read_input(const std::string& path, std::string& out) {
@@ -89,6 +90,10 @@ int main(int argc, char** argv) {
     }
     if (cmd == "presets" && argc == 2) {
         std::cout << vramcalc::presets_json() << "\n";
+        return 0;
+    }
+    if (cmd == "schema" && (argc == 2 || (argc == 3 && std::string(argv[2]) == "--markdown"))) {
+        std::cout << (argc == 2 ? vramcalc::schema_text() + "\n" : vramcalc::schema_markdown_text());
         return 0;
     }
     if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);

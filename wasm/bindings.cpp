@@ -17,6 +17,7 @@ std::string deepspeed_config(const std::string& config_json) { return vramcalc::
 std::string exports(const std::string& config_json) { return vramcalc::exports_json(config_json).json; }
 std::string adamw_step(const std::string& request_json) { return vramcalc::adamw_json(request_json).json; }
 std::string presets() { return vramcalc::presets_json(); }
+std::string schema() { return vramcalc::schema_text(); }
 
 // Estimates per second of the breakdown alone (no JSON), for the benchmark; -1 for a bad configuration.
 double bench_estimates(const std::string& config_json, double seconds) {
@@ -33,5 +34,6 @@ EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("exports", &exports);
     emscripten::function("adamwStep", &adamw_step);
     emscripten::function("presets", &presets);
+    emscripten::function("schema", &schema);
     emscripten::function("benchEstimates", &bench_estimates);
 }

@@ -33,17 +33,26 @@ inline std::string printable_key(const std::string& key) {
     return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
 
+// One value of an enumeration as the JSON format spells it, with a short label for people.
+template <class E>
+struct Choice {
+    E value;
+    const char* name;
+    const char* label;
+};
+
+// An enumeration's names, declared once: what the reader accepts, the writer prints and the schema lists.
 template <class E, std::size_t N>
 struct Names {
-    std::pair<E, const char*> items[N];
+    Choice<E> items[N];
     const char* name(E e) const {
-        for (auto& [k, v] : items)
-            if (k == e) return v;
+        for (const Choice<E>& c : items)
+            if (c.value == e) return c.name;
         return "?";
     }
     std::string list() const {
         std::string s;
-        for (auto& [k, v] : items) s += (s.empty() ? "" : ", ") + std::string("\"") + v + "\"";
+        for (const Choice<E>& c : items) s += (s.empty() ? "" : ", ") + std::string("\"") + c.name + "\"";
         return s;
     }
 };
@@ -102,9 +111,9 @@ public:
         const json* v = find(key);
         if (!v) return;
         if (v->is_string())
-            for (auto& [e, name] : names.items)
-                if (v->get_ref<const std::string&>() == name) {
-                    out = e;
+            for (const Choice<E>& c : names.items)
+                if (v->get_ref<const std::string&>() == c.name) {
+                    out = c.value;
                     return;
                 }
         fail(key, "must be one of " + names.list() + ", got " + show(*v));

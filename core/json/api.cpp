@@ -11,6 +11,7 @@
 #include "hardware/gpus.hpp"
 #include "model/presets.hpp"
 #include "setup/config_json.hpp"
+#include "setup/schema.hpp"
 
 namespace vramcalc {
 
@@ -138,5 +139,12 @@ std::string presets_json() {
     }();  // the tables are constant: build the answer once
     return cached;
 }
+
+std::string schema_text() {
+    static const std::string cached = dump(schema_json());
+    return cached;
+}
+
+std::string schema_markdown_text() { return schema_markdown(); }
 
 }  // namespace vramcalc

@@ -20,6 +20,9 @@ ApiResult deepspeed_json(const std::string& config_json);
 // ids: deepspeed, accelerate, training-arguments, torchrun, litgpt, torchtune, megatron.
 ApiResult exports_json(const std::string& config_json);
 std::string presets_json();
+// The configuration's keys (core/setup/schema.cpp): {"groups", "keys", "architecture"}; as Markdown tables for the README.
+std::string schema_text();
+std::string schema_markdown_text();
 // One or more steps of the scalar AdamW reference (core/reference/adamw.hpp); see adamw_json.cpp for the format.
 ApiResult adamw_json(const std::string& request_json);
 

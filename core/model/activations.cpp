@@ -1,5 +1,7 @@
 #include "model/activations.hpp"
 
+#include <iterator>
+
 namespace vramcalc {
 
 namespace {
@@ -43,6 +45,11 @@ constexpr ActivationCost kTable[] = {
 };
 
 }  // namespace
+
+const std::vector<ActivationCost>& activation_table() {
+    static const std::vector<ActivationCost> table(std::begin(kTable), std::end(kTable));
+    return table;
+}
 
 const ActivationCost& activation_cost(Activation a) {
     for (const ActivationCost& c : kTable)

@@ -1,6 +1,7 @@
 // The MLP activation functions of transformers' ACT2FN, and what each saves for backward.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace vramcalc {
 
@@ -20,6 +21,7 @@ struct ActivationCost {
     double backward_temps;   // input-sized temporaries alive at once in its backward
 };
 
+const std::vector<ActivationCost>& activation_table();  // transformers' names in ACT2FN order
 const ActivationCost& activation_cost(Activation);
 const ActivationCost* find_activation(const std::string& name);  // nullptr when unknown
 std::string activation_names();                                  // "silu", "gelu", ... for messages

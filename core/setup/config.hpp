@@ -158,6 +158,8 @@ const char* to_string(TrainingMethod);
 const char* to_string(Fp8Recipe);
 const char* to_string(Reference);
 const char* to_string(Divergence);
+const char* to_string(FsdpWrap);
+const char* to_string(Dtype);
 
 // Where PEFT's adapter recipe (*_base_mixed: a 16-bit frozen base, fp32 adapters under autocast) can run: one GPU or
 // DDP, and not PPO, whose value model is trained whole and loaded like the policy (config_checks.cpp).

@@ -1,0 +1,43 @@
+// A model as the configuration gives it: a preset id, a catalog id (or its hub URL), {"hf_config": {...}}, or an
+// explicit architecture whose keys are rows of their own (architecture_keys, read and written from the same rows).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "input/field_error.hpp"
+#include "model/architecture.hpp"
+
+namespace vramcalc {
+
+enum class KeyType { integer, number, boolean, choice, text, list, model, object };
+
+// One value of an enumeration, type-erased for the schema.
+struct ChoiceView {
+    const char* name;
+    const char* label;
+    int value;
+};
+
+struct ArchitectureKey {
+    const char* name;
+    KeyType type;
+    double lo = 0, hi = 0;
+    bool hi_open = false;
+    std::vector<ChoiceView> choices;
+    std::string default_rule;
+    const char* doc = "";
+    bool required = false;
+    bool common = false;  // in the page's form for a custom architecture
+};
+// In reading order, the required keys first.
+const std::vector<ArchitectureKey>& architecture_keys();
+
+// `field` names the model in errors ("model", "teacher"); `notes` collects the assumptions made reading it.
+void read_model(const nlohmann::json* v, Architecture& a, const std::string& field, std::vector<std::string>& notes,
+                std::vector<FieldError>& errors);
+nlohmann::json model_to_json(const Architecture&);
+nlohmann::json architecture_to_json(const Architecture&);
+
+}  // namespace vramcalc
