@@ -40,7 +40,13 @@ struct ExpandableSegment {
     std::vector<std::uint8_t> mapped;              // per page, grown as mapped
 };
 
-using FreeList = std::vector<std::int32_t>;  // sorted by (size, address): BlockComparatorSize within a stream
+// A cached block's sort key beside its index, so searches touch no Block. Free lists are sorted by (size, address):
+// BlockComparatorSize within one stream; the unmapped lists by address.
+struct Entry {
+    std::uint64_t size, addr;
+    std::int32_t block;
+};
+using FreeList = std::vector<Entry>;
 
 class Allocator {
 public:
@@ -266,26 +272,26 @@ private:
         FreeList& list = free_[small][stream];
         auto it = lower_bound(list, size, 0);
         if (it == list.end()) return -1;
-        if (blocks_[*it].segment >= 0) {
+        if (blocks_[it->block].segment >= 0) {
             if (c_.expandable_segments) {
                 // A block that can grow into the unmapped space after it counts as that large for best fit.
-                auto expandable_size = [&](std::int32_t x) {
-                    const Block& blk = blocks_[x];
+                auto expandable_size = [&](const Entry& e) {
+                    const Block& blk = blocks_[e.block];
                     return blk.size + (blk.next >= 0 && !blocks_[blk.next].mapped ? blocks_[blk.next].size : 0);
                 };
-                for (auto next = it + 1; blocks_[*it].segment >= 0 && next != list.end() &&
+                for (auto next = it + 1; blocks_[it->block].segment >= 0 && next != list.end() &&
                                          expandable_size(*next) < expandable_size(*it);
                      ++next)
                     it = next;
             } else {
-                while (it != list.end() && blocks_[*it].segment >= 0) ++it;
+                while (it != list.end() && blocks_[it->block].segment >= 0) ++it;
                 if (it == list.end()) return -1;
             }
         }
-        const std::uint64_t found = blocks_[*it].size;
+        const std::uint64_t found = it->size;
         if (size < c_.max_split_size && found >= c_.max_split_size) return -1;
         if (size >= c_.max_split_size && found >= size + c_.max_non_split_rounding) return -1;
-        const std::int32_t b = *it;
+        const std::int32_t b = it->block;
         list.erase(it);
         return b;
     }
@@ -317,18 +323,18 @@ private:
         FreeList& list = free_[small][stream];
         const std::uint64_t key = std::max(size, c_.max_split_size);
         auto it = lower_bound(list, key, 0);
-        if (it != list.end() && blocks_[*it].segment < 0) {
-            release_block(*it);
+        if (it != list.end() && blocks_[it->block].segment < 0) {
+            release_block(it->block);
             return true;
         }
         std::uint64_t released = 0;
         std::vector<std::int32_t>& doomed = scratch_;
         doomed.clear();
         for (auto r = std::make_reverse_iterator(it); r != list.rend() && released < key; ++r) {
-            const Block& blk = blocks_[*r];
+            const Block& blk = blocks_[r->block];
             if (blk.size < c_.max_split_size || blk.segment >= 0) break;
             released += blk.size;
-            doomed.push_back(*r);
+            doomed.push_back(r->block);
         }
         for (std::int32_t b : doomed) release_block(b);
         return released >= key;
@@ -344,7 +350,7 @@ private:
             unmap.clear();
             for (FreeList& list : free_[small]) {
                 for (std::size_t i = 0; i < list.size();) {
-                    const std::int32_t b = list[i];
+                    const std::int32_t b = list[i].block;
                     const Block& blk = blocks_[b];
                     if (blk.segment >= 0) unmap.push_back(b), ++i;
                     else if (blk.prev < 0 && blk.next < 0) release_block(b);  // erases list[i]
@@ -379,8 +385,8 @@ private:
         std::uint64_t total_age = 0;
         int count = 0;
         for (const FreeList& list : free_[false])
-            for (std::int32_t b : list)
-                if (freeable(blocks_[b])) total_age += age(blocks_[b]), ++count;
+            for (const Entry& e : list)
+                if (freeable(blocks_[e.block])) total_age += age(blocks_[e.block]), ++count;
         std::uint64_t reclaimed = 0;
         bool freed = true;
         while (reclaimed < target && freed && count > 0) {
@@ -389,8 +395,9 @@ private:
             std::vector<std::int32_t>& old = scratch_;
             old.clear();
             for (const FreeList& list : free_[false])
-                for (std::int32_t b : list)
-                    if (freeable(blocks_[b]) && double(age(blocks_[b])) >= threshold_age) old.push_back(b);
+                for (const Entry& e : list)
+                    if (freeable(blocks_[e.block]) && double(age(blocks_[e.block])) >= threshold_age)
+                        old.push_back(e.block);
             for (std::int32_t b : old) {
                 freed = true;
                 reclaimed += blocks_[b].size;
@@ -424,7 +431,8 @@ private:
     // find_expandable_block: the lowest address where free and unmapped space together hold `size`; else a new
     // segment whose address space is 1 1/8 of the device's memory.
     std::int32_t find_expandable_block(bool small, std::uint8_t stream, std::uint64_t size) {
-        for (std::int32_t u : unmapped_[small][stream]) {
+        for (const Entry& e : unmapped_[small][stream]) {
+            const std::int32_t u = e.block;
             std::int32_t c = free_space(blocks_[u].prev) ? blocks_[u].prev : u;
             std::uint64_t room = 0;
             for (std::int32_t x = c; room < size && free_space(x); x = blocks_[x].next) room += blocks_[x].size;
@@ -543,34 +551,31 @@ private:
     FreeList& free_list(const Block& b) { return free_[b.small][b.stream]; }
     FreeList& unmapped_list(const Block& b) { return unmapped_[b.small][b.stream]; }
 
-    FreeList::iterator lower_bound(FreeList& list, std::uint64_t size, std::uint64_t addr) {
-        return std::lower_bound(list.begin(), list.end(), 0, [&](std::int32_t x, int) {
-            const Block& b = blocks_[x];
-            return b.size < size || (b.size == size && b.addr < addr);
+    static FreeList::iterator lower_bound(FreeList& list, std::uint64_t size, std::uint64_t addr) {
+        return std::lower_bound(list.begin(), list.end(), Entry{size, addr, 0}, [](const Entry& x, const Entry& key) {
+            return x.size < key.size || (x.size == key.size && x.addr < key.addr);
         });
+    }
+    static FreeList::iterator address_bound(FreeList& list, std::uint64_t addr) {
+        return std::lower_bound(list.begin(), list.end(), addr,
+                                [](const Entry& x, std::uint64_t a) { return x.addr < a; });
     }
 
     void insert_free(std::int32_t b) {
         Block& blk = blocks_[b];
         blk.gc_base = free_calls_[blk.small];  // insert_into_blocks
         FreeList& list = free_list(blk);
-        list.insert(lower_bound(list, blk.size, blk.addr), b);
+        list.insert(lower_bound(list, blk.size, blk.addr), Entry{blk.size, blk.addr, b});
     }
 
     void insert_sorted_by_address(FreeList& list, std::int32_t b) {
-        const std::uint64_t addr = blocks_[b].addr;
-        list.insert(std::lower_bound(list.begin(), list.end(), addr,
-                                     [&](std::int32_t x, std::uint64_t a) { return blocks_[x].addr < a; }),
-                    b);
+        list.insert(address_bound(list, blocks_[b].addr), Entry{blocks_[b].size, blocks_[b].addr, b});
     }
 
     void erase_from(FreeList& list, std::int32_t b) {
         const Block& blk = blocks_[b];
-        auto it = blk.mapped ? lower_bound(list, blk.size, blk.addr)
-                             : std::lower_bound(list.begin(), list.end(), blk.addr, [&](std::int32_t x, std::uint64_t a) {
-                                   return blocks_[x].addr < a;
-                               });
-        if (it != list.end() && *it == b) list.erase(it);
+        auto it = blk.mapped ? lower_bound(list, blk.size, blk.addr) : address_bound(list, blk.addr);
+        if (it != list.end() && it->block == b) list.erase(it);
     }
 
     std::int32_t new_block() {

@@ -25,9 +25,9 @@ const ContextRow kContexts[] = {
     {86, true, 256 * kMiB, "invoke-ai/InvokeAI#9413, RTX 3090, torch 2.7.1+cu128"},
     // unslothai/unsloth-zoo#1053: RTX 6000 Ada, torch 2.10.0+cu130: 426 MiB after torch.cuda.mem_get_info().
     {89, true, 426 * kMiB, "unslothai/unsloth-zoo#1053, RTX 6000 Ada, torch 2.10.0+cu130"},
-    // pytorch/pytorch#28394: Titan V, torch 1.3 (CUDA 10, eager): 1008.19 MiB used after one small tensor (2 MiB
-    // reserved), less the 0.94 MiB used before.
-    {70, false, (100819 - 94 - 200) * kMiB / 100, "pytorch/pytorch#28394, Titan V, torch 1.3, eager loading"},
+    // pytorch/pytorch#28394: Titan V, torch 1.3 (CUDA 10, eager): 1008.1875 MiB used after one small tensor, less
+    // its 2 MiB segment and the 0.9375 MiB used before: 1005.25 MiB.
+    {70, false, 1005 * kMiB + kMiB / 4, "pytorch/pytorch#28394, Titan V, torch 1.3, eager loading"},
 };
 
 }  // namespace
