@@ -6,10 +6,14 @@
 #    its own), 2. runs (a) adamw_gpu_bitexact, (b) gpu_memory_check, (c) adamw_bandwidth, 3. times
 #    torch.optim.AdamW fused / foreach / single-tensor on the same sizes, 4. records the machine's torch AdamW
 #    trajectories (CPU single-tensor: must match the reference's "torch-2" variant bit for bit; CUDA fused,
-#    foreach and single-tensor: distance reported only) and replays them through the C++ reference.
-# Writes at most 8 flat files under $OUT:
+#    foreach and single-tensor: distance reported only) and replays them through the C++ reference, 5. runs three
+#    training steps of a small decoder under torch.cuda.memory._record_memory_history() once per allocator
+#    configuration (memory_snapshot.py: default, expandable segments, max_split_size_mb, roundup_power2_divisions),
+#    writing the snapshot's segments, peaks and trace for the caching-allocator replay (about 2 minutes).
+# Writes at most 12 flat files under $OUT:
 #     summary.txt  gpu_validation.log  adamw_gpu_bitexact.json  gpu_memory.json  adamw_bandwidth.json
 #     torch_adamw_bench.json  trajectories_torch_cpu.json  torch_replay.json
+#     memory_snapshot_{default,expandable,max_split_64,roundup_4}.json
 # Without a GPU (as on the development machine) it still configures and compiles, the GPU programs report
 # "skipped" (exit 77) and the CPU trajectory replay runs with the local torch.
 # Exit status: 0 when nothing failed (skips allowed), 1 otherwise.
@@ -99,6 +103,14 @@ main() {
   fi
   # Only the first file (CPU single-tensor) must match bit for bit; the CUDA ones are reported.
   run "replay torch CPU trajectories" 120 "$bin/adamw_replay" "${trajs[@]}" --out "$OUT/torch_replay.json"
+
+  # ---- 5. the caching allocator's own record of real steps (CPU: a dry run of the same step, no trace)
+  if "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    run "allocator snapshots (4 configs)" 300 "$PY" tests/cuda/memory_snapshot.py --out "$OUT"
+  else
+    run "allocator snapshot (cpu dry run)" 300 "$PY" tests/cuda/memory_snapshot.py --dry-run --out "$BUILD/snapshot-dry" \
+        --layers 2 --hidden 256 --heads 4 --ffn 704 --vocab 1000 --batch 2 --seq 128 --steps 1
+  fi
 
   note "overall: $([ $FAILED -eq 0 ] && echo 'no failures' || echo 'FAILURES')"
   return $FAILED
