@@ -8,6 +8,7 @@
 #include "memory/memory_terms.hpp"
 #include "memory/phases.hpp"
 #include "setup/config_json.hpp"
+#include "setup/strategies.hpp"
 #include "setup/training_methods.hpp"
 
 namespace vramcalc {

@@ -10,6 +10,7 @@
 #include "memory/memory_terms.hpp"
 #include "model/families.hpp"
 #include "setup/config_json.hpp"
+#include "setup/strategies.hpp"
 
 namespace vramcalc {
 
@@ -169,7 +170,7 @@ std::string method_words(FinetuneMethod m) {
 }
 
 std::string strategy_words(const Config& c) {
-    std::string s = c.strategy == Strategy::single ? "one GPU" : to_string(c.strategy);
+    std::string s = traits(c).max_gpus == 1 ? "one GPU" : to_string(c.strategy);
     for (auto [on, name] : {std::pair<bool, const char*>{c.tp > 1, "tp"}, {c.pp > 1, "pp"}, {c.cp > 1, "cp"}})
         if (on) s += std::string(" + ") + name;
     return s;
@@ -329,7 +330,7 @@ std::vector<Allowance> allowances(const Config& c, const MemoryEstimate& m) {
         out.push_back({"ring_attention", ring_attention_bytes(c),
                        "context parallelism's all-gathered k and v are read from PyTorch's ring attention code (CUDA "
                        "kernels), not measured on the CPU"});
-    if (c.strategy == Strategy::deepspeed && communication_buffer_bytes(c) > 0)
+    if (traits(c).buckets == GradientBuckets::deepspeed && communication_buffer_bytes(c) > 0)
         out.push_back({"deepspeed_buckets", communication_buffer_bytes(c),
                        "DeepSpeed's reduce bucket (reduce_bucket_size, 5e8 elements by default), from its configuration "
                        "defaults, not measured"});

@@ -90,7 +90,7 @@ double mlp_projections(const Architecture& a) { return gated(a) && !a.family->fu
 // frozen base projection saves no input, so the projection's own input is not kept for it.
 bool adapters_copy_input(const Config& c) {
     return !base_weights_need_grad(c) && c.adapter_dtype == AdapterDtype::fp32 && compute_element_bytes(c) < 4 &&
-           !(c.strategy == Strategy::fsdp && mixed(c));
+           !fsdp_mixed(c);
 }
 // (Each tests the cheap conditions first: the name lists allocate, and estimates run in loops.)
 bool adapted_input_saved(const Config& c) { return !base_weights_need_grad(c) && !adapters_copy_input(c); }
@@ -159,7 +159,7 @@ double lora_adapter_bytes(const Config& c) {
     double bytes = 0;
     const double n = tokens(c), e = compute_element_bytes(c);
     // FSDP's MixedPrecision casts every unit's parameters, adapters included, to the compute dtype.
-    const bool fp32 = c.adapter_dtype == AdapterDtype::fp32 && !(c.strategy == Strategy::fsdp && mixed(c));
+    const bool fp32 = c.adapter_dtype == AdapterDtype::fp32 && !fsdp_mixed(c);
     const bool copies = adapters_copy_input(c);
     const double copy_bytes = autocast(c) ? e : 4;  // autocast's 16-bit cast of the fp32 copy, else the fp32 copy
     bool fused_qkv_counted = false;
@@ -429,7 +429,7 @@ double layer_activation_bytes(const Config& c) {
     if (c.checkpointing == Checkpointing::full)
         return tokens(c) * double(c.model.hidden) * residual_element_bytes(c) /
                (c.sequence_parallel ? double(c.tp) : 1);  // the layer's input only
-    if (c.strategy == Strategy::megatron) return megatron_layer_bytes(c);
+    if (megatron_model(c)) return megatron_layer_bytes(c);
     if (c.checkpointing == Checkpointing::selective_op) return op_selective_layer_bytes(c);
     if (c.tp > 1) return dtensor_parallel_layer_bytes(c);
     return norm_activation_bytes(c) + attention_activation_bytes(c) + mlp_activation_bytes(c) +
@@ -452,7 +452,7 @@ double activations_bytes(const Config& c) {
         bytes = checkpointed * layer_activation_bytes(c) + (double(layers_on_stage(c)) - checkpointed) * layer_activation_bytes(plain);
     }
     // SDPA saves the boolean sliding-window mask (one tensor, shared by those layers).
-    if (c.attention == Attention::flash && sliding_share(c) > 0 && c.strategy != Strategy::megatron)
+    if (c.attention == Attention::flash && sliding_share(c) > 0 && !megatron_model(c))
         bytes += tokens(c) * double(c.seq_len);
     if (holds_embedding(c)) {
         if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
@@ -482,7 +482,7 @@ double activations_bytes(const Config& c) {
     // neither does a frozen k projection's partner q in q @ k^T.
     const Family& f = (*a.family);
     if (!base_weights_need_grad(c) && c.checkpointing != Checkpointing::full && c.checkpointing != Checkpointing::selective_op &&
-        c.strategy != Strategy::megatron) {
+        !megatron_model(c)) {
         bytes -= single_norm_bytes(c) + bitsandbytes_first_layer_unkept_bytes(c);
         if (!f.qkv && !is_mla(a) && !targeted(c, {f.k}) && c.attention == Attention::eager)
             bytes -= compute_element_bytes(c) * tokens(c) * double(q_width(a));
@@ -494,7 +494,7 @@ double activations_bytes(const Config& c) {
 // through the forward, and through backward too when checkpointing holds it as a layer argument. Models
 // mixing sliding-window and global layers build one of each (masking_utils.py).
 double attention_mask_bytes(const Config& c) {
-    if (c.attention != Attention::eager || c.strategy == Strategy::megatron) return 0;
+    if (c.attention != Attention::eager || megatron_model(c)) return 0;
     const Architecture& a = c.model;
     const bool both = a.sliding_layers > 0 && a.sliding_layers < a.layers && a.sliding_window < c.seq_len;
     return (both ? 2 : 1) * tokens(c) * double(c.seq_len) * residual_element_bytes(c);
@@ -528,7 +528,7 @@ double last_mlp_width(const Config& c) {
 
 // What the last layer's MLP half saves (its norm, the MLP): freed before backward reaches attention.
 double mlp_half_activation_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron) return 0;
+    if (megatron_model(c)) return 0;
     const Architecture& a = c.model;
     const double own_norms = a.norms_per_layer > 1 ? double(a.norms_per_layer) / 2 * single_norm_bytes(c) : 0;
     return own_norms + (mlp_inputs_saved(c) && !a.parallel_block ? norm_output_bytes(c, mlp_projections(a), te_fp8(c)) : 0) +
@@ -538,7 +538,7 @@ double mlp_half_activation_bytes(const Config& c) {
 // By the time backward reaches the MLP's activation function, down_proj's input and the dropout mask
 // after it are freed.
 double mlp_freed_before_backward_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron) return 0;
+    if (megatron_model(c)) return 0;
     const double nf = tokens(c) * last_mlp_width(c);
     return (down_proj_input_saved(c) ? (te_fp8(c) ? 1 : compute_element_bytes(c)) * nf : 0) +
            (residual_dropout(c) ? tokens(c) * double(c.model.hidden) * dropout_mask_element_bytes(c) : 0);

@@ -38,7 +38,7 @@ namespace {
 // torch.optim and bitsandbytes create optimizer states in the first step(); DeepSpeed's ZeRO optimizers in their
 // constructor (runtime/zero/stage_1_and_2.py initialize_optimizer_states); Megatron-LM's are counted from the start.
 bool states_before_first_step(const Config& c) {
-    return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron;
+    return traits(c).states_up_front;
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
     // Backward through the first layer, the last one reached: every other gradient exists (for FSDP already
     // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
     Terms first_layer = mlp_backward;
-    if (c.strategy != Strategy::megatron) {
+    if (!detail::megatron_model(c)) {
         first_layer.gradients = std::max(carried_grads, produced * done_before_first);
         first_layer.activations = whole_layer + layer_output_gradient_bytes(c);
         first_layer.temporaries -= first_layer_unprefetched_bytes(c);

@@ -12,7 +12,7 @@ namespace {
 // This GPU's logits: split over the vocabulary by Megatron's vocab-parallel cross-entropy and by PyTorch's
 // loss_parallel (torchtitan); whole on every rank when a replicated output feeds a plain cross-entropy.
 double logits_elements(const Config& c) {
-    const bool sharded = c.strategy == Strategy::megatron || c.loss_parallel;
+    const bool sharded = megatron_model(c) || c.loss_parallel;
     return tokens(c) * double(c.model.vocab) / (sharded ? double(c.tp) : 1);
 }
 
@@ -54,7 +54,7 @@ double moment_bytes(const Config& c, const LogitsMoment& m) {
 // one-hot target with zeros_like and the gradient from exp of the saved log-softmax: one fp32 shard more than
 // the plain cross-entropy's backward (measured, tests/validation/stacks/torchtitan).
 double loss_parallel_backward_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron || c.tp < 2 || !c.loss_parallel || c.loss != Loss::full) return 0;
+    if (megatron_model(c) || c.tp < 2 || !c.loss_parallel || c.loss != Loss::full) return 0;
     return 4 * logits_elements(c);
 }
 

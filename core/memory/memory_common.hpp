@@ -2,6 +2,7 @@
 #pragma once
 #include "memory/memory_terms.hpp"
 #include "setup/config.hpp"
+#include "setup/strategies.hpp"
 
 namespace vramcalc::detail {
 
@@ -14,13 +15,23 @@ inline bool mixed(const Config& c) {
 // LoRA over a 16-bit frozen base under autocast: weights, embeddings and the residual stream are 16-bit. (QLoRA's
 // non-4-bit weights are fp32 either way: PEFT's prepare_model_for_kbit_training casts them.)
 inline bool half_base(const Config& c) { return base_mixed(c) && c.finetune.method == FinetuneMethod::lora; }
-inline bool half_model(const Config& c) { return c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron; }
+inline bool half_model(const Config& c) { return traits(c).mixed == MixedWeights::half_with_master; }
 // torch.autocast over fp32 weights; FSDP's MixedPrecision instead runs the gathered 16-bit parameters.
-inline bool autocast(const Config& c) { return mixed(c) && !half_model(c) && c.strategy != Strategy::fsdp; }
+inline bool autocast(const Config& c) { return mixed(c) && traits(c).mixed == MixedWeights::autocast; }
+inline bool fsdp_mixed(const Config& c) { return mixed(c) && traits(c).mixed == MixedWeights::fsdp_cast; }
 // The residual stream and the norms' outputs in fp32: autocast over fp32 weights.
 inline bool fp32_residual(const Config& c) { return autocast(c) && !half_base(c); }
-inline bool deepspeed(const Config& c, int min_stage) { return c.strategy == Strategy::deepspeed && c.zero >= min_stage; }
-inline bool fsdp(const Config& c, int min_stage) { return c.strategy == Strategy::fsdp && c.zero >= min_stage; }
+// What the strategy's `zero` splits over the data-parallel GPUs (strategies.cpp).
+inline bool shards_optimizer(const Config& c) { return c.zero >= traits(c).shards_optimizer_from; }
+inline bool shards_master(const Config& c) { return c.zero >= traits(c).shards_master_from; }
+inline bool shards_gradients(const Config& c) { return c.zero >= traits(c).shards_gradients_from; }
+inline bool shards_params(const Config& c) { return c.zero >= traits(c).shards_params_from; }
+inline bool gathers_per_unit(const Config& c) { return c.zero >= traits(c).gathers_per_unit_from; }
+// FSDP's wrapped units: their gathers, the units kept unsharded, their reduce-scatters and no_sync accumulation.
+inline bool fsdp_units(const Config& c) { return traits(c).units == ParameterUnits::fsdp_units; }
+inline bool fsdp2(const Config& c) { return fsdp_units(c) && c.fsdp_version == 2; }
+// Megatron-LM's own model code: Korthikanti et al.'s activations, its vocab-parallel cross-entropy, its TE layers.
+inline bool megatron_model(const Config& c) { return traits(c).own_model_code; }
 inline bool offloaded(const Config& c) { return c.offload != Offload::none; }
 inline double dp(const Config& c) { return double(data_parallel(c)); }
 // The tokens of one micro-batch on one GPU: context parallelism splits every sequence cp ways.
@@ -32,7 +43,7 @@ inline double layer_share(const Config& c) { return double(layers_on_stage(c)) /
 // and computes as for full fine-tuning, and the whole flat parameter gets a gradient
 // (torch/distributed/fsdp/_flat_param.py _use_unsharded_views; measured in tests/validation/stacks/fsdp).
 inline bool fsdp1_mixed_units(const Config& c) {
-    return c.strategy == Strategy::fsdp && c.fsdp_version == 1 && c.fsdp_wrap == FsdpWrap::layers &&
+    return fsdp_units(c) && c.fsdp_version == 1 && c.fsdp_wrap == FsdpWrap::layers &&
            c.finetune.method != FinetuneMethod::full;
 }
 // Whether autograd treats the frozen base weights as trainable (saves their inputs, computes their grads).

@@ -68,7 +68,7 @@ double weight_element_bytes(const Config& c) {
 }
 
 double gradient_element_bytes(const Config& c) {
-    if (c.strategy == Strategy::megatron && mixed(c)) return 4;  // main_grad buffers in fp32 (Megatron DDP)
+    if (traits(c).fp32_main_grads && mixed(c)) return 4;  // main_grad buffers in fp32 (Megatron DDP)
     return trainable_element_bytes(c);                           // .grad has its parameter's dtype
 }
 
@@ -131,7 +131,7 @@ double weights_bytes(const Config& c) {
     } else {
         bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
     }
-    if (deepspeed(c, 3) || fsdp(c, 2)) bytes /= dp(c);
+    if (shards_params(c)) bytes /= dp(c);
     return bytes + te_weight_cache_bytes(c) + fp8_scaling_state_bytes(c);
 }
 
@@ -139,10 +139,10 @@ double gradients_bytes(const Config& c) {
     // FSDP 1's mixed units keep a gradient of the whole flat parameter (every layer's weights).
     const double n = fsdp1_mixed_units(c) ? trainable_stage_params(c) + double(layers_params(c.model)) * layer_share(c) / double(c.tp)
                                           : trainable_stage_params(c);
-    if (c.strategy == Strategy::fsdp && offloaded(c)) return 0;  // reduce-scattered, then copied to the CPU
+    if (traits(c).offload == OffloadSupport::fsdp && offloaded(c)) return 0;  // reduce-scattered, then copied to the CPU
     double bytes = n * gradient_element_bytes(c);
-    if (deepspeed(c, 2) || fsdp(c, 2)) bytes /= dp(c);
-    if (deepspeed(c, 2) && offloaded(c)) bytes = 0;  // reduced through buckets straight to the CPU
+    if (shards_gradients(c)) bytes /= dp(c);
+    if (shards_gradients(c) && traits(c).offload == OffloadSupport::deepspeed && offloaded(c)) bytes = 0;  // reduced through buckets straight to the CPU
     return bytes;
 }
 
@@ -150,19 +150,19 @@ double gradients_bytes(const Config& c) {
 // ("get rid of the fp32 gradients", stage_1_and_2.py); its estimator counts it in the 16 bytes per sharded
 // parameter (estimate_zero2_model_states_mem_needs).
 double fp32_gradient_partition_bytes(const Config& c) {
-    if (!has_master_weights(c) || c.strategy != Strategy::deepspeed || offloaded(c)) return 0;
-    return trainable_stage_params(c) * 4 / (c.zero >= 1 ? dp(c) : 1);
+    if (!has_master_weights(c) || !traits(c).step_builds_fp32_gradients || offloaded(c)) return 0;
+    return trainable_stage_params(c) * 4 / (shards_master(c) ? dp(c) : 1);
 }
 
 // Megatron allocates its gradient buffer with the model, DeepSpeed its gradient partitions with the engine;
 // plain PyTorch creates .grad in backward and frees it at zero_grad(set_to_none=True).
-bool gradients_allocated_up_front(const Config& c) { return half_model(c); }
+bool gradients_allocated_up_front(const Config& c) { return traits(c).states_up_front; }
 
 double master_weights_bytes(const Config& c) {
     if (!has_master_weights(c) || offloaded(c)) return 0;
     const double n = trainable_stage_params(c) * 4;
     // ZeRO-1+ and Megatron's distributed optimizer shard the fp32 copy with the optimizer states.
-    return (deepspeed(c, 1) || (c.strategy == Strategy::megatron && c.zero == 1)) ? n / dp(c) : n;
+    return shards_master(c) ? n / dp(c) : n;
 }
 
 double optimizer_states_stage_bytes(const Config& c) {
@@ -195,8 +195,7 @@ namespace {
 double device_optimizer_states_bytes(const Config& c) {
     if (offloaded(c)) return 0;
     const double bytes = optimizer_states_stage_bytes(c);
-    const bool sharded = deepspeed(c, 1) || fsdp(c, 2) || (c.strategy == Strategy::megatron && c.zero == 1);
-    return sharded ? bytes / dp(c) : bytes;
+    return shards_optimizer(c) ? bytes / dp(c) : bytes;
 }
 }  // namespace
 
@@ -242,7 +241,7 @@ double autocast_weight_copy_bytes(const Config& c) {
     double bytes = linear * compute_element_bytes(c);
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
     if (half_base(c)) bytes = trainable_stage_params(c) * compute_element_bytes(c);  // only the fp32 adapters cast
-    if (deepspeed(c, 3) || fsdp(c, 2)) return 0;  // FSDP casts per unit (see gathered_parameter_bytes)
+    if (shards_params(c)) return 0;  // FSDP casts per unit (see gathered_parameter_bytes)
     return bytes;
 }
 
@@ -294,9 +293,9 @@ double optimizer_step_temporary_bytes(const Config& c) {
     // DeepSpeed and Megatron step their flat fp32 partitions with fused multi-tensor kernels.
     if (half_model(c) && c.optimizer == Optimizer::adamw) return 0;
     // FSDP 1 steps one flat parameter per unit; FSDP 2 keeps every parameter its own shard.
-    const bool flat = c.strategy == Strategy::fsdp && c.fsdp_version == 1 && base_weights_need_grad(c);
+    const bool flat = fsdp_units(c) && c.fsdp_version == 1 && base_weights_need_grad(c);
     double shard = optimizer_states_bytes(c) > 0 ? trainable_stage_params(c) : 0;
-    if (deepspeed(c, 1) || fsdp(c, 2)) shard /= dp(c);
+    if (c.zero >= traits(c).zero_collectives_from) shard /= dp(c);
     auto largest = [&] { return flat ? double(layer_params(c.model)) / (c.zero >= 2 ? dp(c) : 1) : largest_trainable_tensor(c); };
     switch (c.optimizer) {
         case Optimizer::adamw:
@@ -337,23 +336,23 @@ double chunked_head_gradient_bytes(const Config& c) {
 
 double communication_buffer_bytes(const Config& c) {
     const double n = trainable_stage_params(c);
-    switch (c.strategy) {
-        case Strategy::ddp:
+    switch (traits(c).buckets) {
+        case GradientBuckets::ddp:
             // DDP's Reducer copies gradients into flat buckets covering every parameter
             // (torch/csrc/distributed/c10d/reducer.cpp, gradient_as_bucket_view=False).
             return data_parallel(c) > 1 ? n * gradient_element_bytes(c) : 0;
-        case Strategy::deepspeed:
+        case GradientBuckets::deepspeed:
             // reduce_bucket_size defaults to 5e8 elements (deepspeed/runtime/zero/config.py).
             return c.zero >= 1 ? std::min(5e8, n) * weight_element_bytes(c) : 0;
-        case Strategy::fsdp: return 0;  // its reduce-scatter input is a backward-only buffer
-        default: return 0;
+        case GradientBuckets::none: return 0;  // FSDP's reduce-scatter input is a backward-only buffer
     }
+    return 0;
 }
 
 double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
-    if (c.strategy == Strategy::fsdp && c.zero == 2) return stage_params(c) * compute_element_bytes(c);
-    if (!(deepspeed(c, 3) || fsdp(c, 3))) return 0;
+    if (shards_params(c) && !gathers_per_unit(c)) return stage_params(c) * compute_element_bytes(c);
+    if (!gathers_per_unit(c)) return 0;
     // The layer being computed and the one prefetched. DeepSpeed caps what is gathered at
     // stage3_max_live_parameters (1e9 by default, deepspeed/runtime/zero/config.py). FSDP's root unit
     // (embedding, final norm, lm_head under the usual per-layer wrapping) stays unsharded from its forward to
@@ -362,17 +361,17 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
     // torchtitan from 0.2.0 (models/llama3/infra/parallelize.py apply_fsdp) shards the embedding as its own
     // unit, resharded after forward, and keeps only the [norm, output] unit and no layer unsharded at the end of
     // forward (measured, tests/validation/stacks/torchtitan).
-    const bool head_unit = c.strategy == Strategy::fsdp && c.framework->fsdp_layout == FsdpLayout::head_unit_kept;
+    const bool head_unit = fsdp_units(c) && c.framework->fsdp_layout == FsdpLayout::head_unit_kept;
     // Before backward, the last layer is unsharded only once FSDP prefetched it, i.e. when the loss is the wrapped
     // model's output (measured: tests/validation/stacks/fsdp with, litgpt2023 and torchtitan without).
-    const bool prefetched = !head_unit && (c.strategy != Strategy::fsdp || c.framework->loss_in_model);
+    const bool prefetched = !head_unit && (!fsdp_units(c) || c.framework->loss_in_model);
     double params = (in_backward ? 2 : prefetched ? 1 : 0) * double(layer_params(c.model));
-    if (c.strategy == Strategy::deepspeed) params = std::min(params, 1e9);
+    if (traits(c).max_live_parameters > 0) params = std::min(params, traits(c).max_live_parameters);
     // With pipeline stages torchtitan keeps every layer of the stage unsharded from its first micro-batch's
     // forward to the end of backward, to all-gather once per step (parallelize_llama.py apply_fsdp:
     // reshard_after_forward False under PP).
-    if (c.strategy == Strategy::fsdp && c.pp > 1) params = double(layers_params(c.model)) * layer_share(c);
-    if (c.strategy == Strategy::fsdp) {
+    if (fsdp_units(c) && c.pp > 1) params = double(layers_params(c.model)) * layer_share(c);
+    if (fsdp_units(c)) {
         if (holds_embedding(c) && !head_unit) params += double(embedding_params(c.model));
         if (holds_head(c) && !(head_unit && in_backward && c.pp == 1))  // resharded once its backward is done
             params += double(norm_params(c.model) + lm_head_params(c.model));
@@ -384,7 +383,7 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
 // never reshards it, FSDP 2's root keeps reshard_after_forward=False), so one layer fewer is gathered. (torchtitan
 // 0.2's embedding is a unit of its own: it is prefetched there instead.)
 double first_layer_unprefetched_bytes(const Config& c) {
-    if (!fsdp(c, 3) || c.pp > 1 || c.framework->fsdp_layout != FsdpLayout::root_kept) return 0;
+    if (!fsdp_units(c) || !gathers_per_unit(c) || c.pp > 1 || c.framework->fsdp_layout != FsdpLayout::root_kept) return 0;
     return double(layer_params(c.model)) * compute_element_bytes(c) / double(c.tp);
 }
 
@@ -398,7 +397,7 @@ double fsdp_gradient_element_bytes(const Config& c) {
 
 // FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
 double reduce_scatter_bytes(const Config& c) {
-    if (!fsdp(c, 2)) return 0;
+    if (!fsdp_units(c) || !shards_gradients(c)) return 0;
     const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) / double(c.tp)
                                                   : trainable_stage_params(c) / double(layers_on_stage(c));
     return unit * fsdp_gradient_element_bytes(c);
@@ -408,7 +407,7 @@ double reduce_scatter_bytes(const Config& c) {
 // accelerate does between optimizer steps, and torch.distributed.pipelining for every micro-batch but the
 // last): every unit keeps its unsharded gradient on every rank until the synchronised micro-batch.
 double unsharded_accumulated_gradient_bytes(const Config& c) {
-    if (c.strategy != Strategy::fsdp || c.grad_accum < 2 || offloaded(c)) return 0;
+    if (!fsdp_units(c) || c.grad_accum < 2 || offloaded(c)) return 0;
     const double n = fsdp1_mixed_units(c) ? double(layers_params(c.model)) * layer_share(c) / double(c.tp) + trainable_stage_params(c)
                                           : trainable_stage_params(c);
     return n * fsdp_gradient_element_bytes(c);
@@ -425,7 +424,7 @@ double ring_attention_bytes(const Config& c) {
 // torch.distributed.pipelining's PipelineStage keeps a receive (first stage: gradient) buffer per micro-batch,
 // one stage boundary's activation each, across steps (measured, tests/validation/stacks/torchtitan).
 double pipeline_buffer_bytes(const Config& c) {
-    if (c.strategy != Strategy::fsdp || c.pp < 2) return 0;
+    if (!fsdp_units(c) || c.pp < 2) return 0;
     return double(c.grad_accum) * tokens(c) * double(c.model.hidden) * compute_element_bytes(c) /
            (c.sequence_parallel ? double(c.tp) : 1);
 }
@@ -449,8 +448,6 @@ double torchao_cast_bytes(const Config& c, bool backward) {
     }
     return most;
 }
-
-bool fsdp2(const Config& c) { return c.strategy == Strategy::fsdp && c.fsdp_version == 2; }
 
 // Hopper and Ada run FP8 GEMMs in the TN layout only, so a tensor both GEMMs read keeps its data and a transposed
 // copy; Blackwell (B200) reads one copy both ways (csrc/quantizer.cpp with_transpose; stacks/fp8 A.2).
@@ -492,14 +489,14 @@ bool te_fp8(const Config& c) { return c.fp8_recipe == Fp8Recipe::te_delayed || c
 // accelerate's convert_model makes every nn.Linear with dims divisible by 16 a te.Linear, lm_head included (Liger's
 // fused linear loss reads its weight, no te.Linear call); Megatron-LM's output layer stays bf16 (stacks/fp8 A.8).
 bool fp8_converts_head(const Config& c) {
-    return te_fp8(c) && c.strategy != Strategy::megatron && c.model.vocab % 16 == 0 && c.loss != Loss::fused_linear;
+    return te_fp8(c) && !megatron_model(c) && c.model.vocab % 16 == 0 && c.loss != Loss::fused_linear;
 }
 
 // Each te.Linear saves the fp8 weight it quantized in forward until its backward (linear.py wt_save = weightmat;
 // stacks/fp8 A.3): both layouts. Not under FSDP 2, which quantizes it again in backward ("Issue #2681"), nor
 // Megatron-LM, whose copy is cached (te_weight_cache_bytes).
 double te_saved_weight_element_bytes(const Config& c) {
-    return !te_fp8(c) || c.strategy == Strategy::megatron || fsdp2(c) ? 0 : fp8_both_layouts_element_bytes(c);
+    return !te_fp8(c) || megatron_model(c) || fsdp2(c) ? 0 : fp8_both_layouts_element_bytes(c);
 }
 
 // Every converted linear's, at the end of forward: accelerate passes no is_first_microbatch, so nothing is cached
@@ -516,7 +513,7 @@ double te_saved_weight_bytes(const Config& c) {
 // Megatron-LM passes is_first_microbatch, so each te.Linear keeps its fp8 weight in _fp8_workspaces across steps
 // (linear.py Linear.forward, cache_name "weight"; stacks/fp8 A.3): the layers' linears, both layouts.
 double te_weight_cache_bytes(const Config& c) {
-    if (!te_fp8(c) || c.strategy != Strategy::megatron) return 0;
+    if (!te_fp8(c) || !megatron_model(c)) return 0;
     return double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp) * fp8_both_layouts_element_bytes(c);
 }
 
@@ -526,7 +523,7 @@ double te_weight_cache_bytes(const Config& c) {
 // (tensor/float8_tensor.py Float8CurrentScalingQuantizer).
 double fp8_scaling_state_bytes(const Config& c) {
     if (c.fp8_recipe != Fp8Recipe::te_delayed) return 0;
-    const bool megatron = c.strategy == Strategy::megatron;
+    const bool megatron = megatron_model(c);
     // Megatron's layer: qkv, proj, fc1, fc2 (gpt_layer_specs.py); accelerate: one te.Linear per nn.Linear.
     const double per_layer = megatron ? 4 : double(layer_linears(c.model).size());
     const double gemms = double(layers_on_stage(c)) * per_layer + (fp8_converts_head(c) && holds_head(c) ? 1 : 0);
@@ -565,7 +562,7 @@ double cpu_offload_bytes(const Config& c) {
     if (!offloaded(c)) return offloaded_activation_bytes(c);
     const double trainable = !trains_all_weights(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
                                           : double(total_params(c.model));
-    const double master = c.strategy == Strategy::fsdp ? 0 : 4;
+    const double master = traits(c).mixed == MixedWeights::fsdp_cast ? 0 : 4;  // FSDP offloads fp32 parameters, no master
     double bytes = trainable * (master + 4) + optimizer_states_stage_bytes(c);
     if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * weight_element_bytes(c);
     return bytes * 1.5 + offloaded_activation_bytes(c);

@@ -83,7 +83,7 @@ Head fused_logprob_head(const Config& c, const Config& policy, bool reference) {
 // prepare_fsdp shards it like the policy.
 double reference_weights_bytes(const Config& c) {
     if (c.reference != Reference::model) return 0;
-    return double(total_params(c.model)) * weight_element_bytes(c) / (c.strategy == Strategy::fsdp ? dp(c) : 1);
+    return double(total_params(c.model)) * weight_element_bytes(c) / (fsdp_units(c) ? dp(c) : 1);
 }
 
 // GRPO's no-grad policy forward for importance sampling (_generate_and_score_completions): when generation and
@@ -109,7 +109,7 @@ struct FsdpUnsharded {
 
 FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
     FsdpUnsharded u;
-    if (c.strategy != Strategy::fsdp) return u;
+    if (!fsdp_units(c)) return u;
     const Architecture& a = c.model;
     const double e = compute_element_bytes(policy);  // the MixedPrecisionPolicy's param_dtype
     const double adapters = trains_all_weights(c) ? 0 : double(lora_params(a, c.finetune.rank, c.finetune.targets)) / double(a.layers);
@@ -198,7 +198,7 @@ Terms generation_terms(const Config& c, const Config& policy) {
     decode.temporaries = weight_casts + fsdp.generation;
     // FSDP2 re-gathers every layer per token: the peak is a layer's copy-out, before its cache grows (the
     // step's logits, processed logits and probabilities beside it; stacks/trl-fsdp).
-    if (c.strategy == Strategy::fsdp && c.fsdp_version == 2) decode.activations = kv(t) + 3 * g * v * 4;
+    if (fsdp2(c)) decode.activations = kv(t) + 3 * g * v * 4;
     return prefill.sum() > decode.sum() ? prefill : decode;
 }
 

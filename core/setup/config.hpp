@@ -161,12 +161,6 @@ const char* to_string(Divergence);
 const char* to_string(FsdpWrap);
 const char* to_string(Dtype);
 
-// Where PEFT's adapter recipe (*_base_mixed: a 16-bit frozen base, fp32 adapters under autocast) can run: one GPU or
-// DDP, and not PPO, whose value model is trained whole and loaded like the policy (config_checks.cpp).
-inline bool adapter_recipe_allowed(const Config& c) {
-    return (c.strategy == Strategy::single || c.strategy == Strategy::ddp) && c.method != TrainingMethod::ppo;
-}
-
 // The GPUs that hold replicas (or ZeRO/FSDP shards) of the same layers: data and context parallel ranks alike
 // (torchtitan shards FSDP over its dp_shard x cp mesh, Megatron-LM's optimizer over data x context ranks).
 inline std::uint64_t data_parallel(const Config& c) { return c.gpus / (c.tp * c.pp); }

@@ -6,6 +6,7 @@
 
 #include "input/json_reader.hpp"
 #include "hardware/gpus.hpp"
+#include "setup/strategies.hpp"
 #include "setup/training_methods.hpp"
 
 namespace vramcalc {
@@ -48,25 +49,24 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (tokens * per_token * in_flight / double(c.cp * c.tp) > 1e17)
         err("micro_batch", std::string("micro_batch x seq_len") + (c.pp > 1 ? " x grad_accum (micro-batches in the pipeline)" : "") +
                                " is absurdly large for this model (activations over 10^17 bytes)");
-    const bool sharded = c.strategy == Strategy::deepspeed || c.strategy == Strategy::fsdp;
-    if (c.strategy == Strategy::single && c.gpus != 1) err("gpus", "strategy \"single\" uses exactly 1 GPU");
-    if (c.zero != 0 && !sharded && !(c.strategy == Strategy::megatron && c.zero == 1))
-        err("zero", "ZeRO stages need strategy \"deepspeed\" or \"fsdp\" (\"megatron\" takes zero 1: the distributed "
-                    "optimizer)");
-    if (c.strategy == Strategy::fsdp && c.zero == 1)
-        err("zero", "FSDP shards as zero 0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+    const StrategyTraits& s = traits(c);
+    if (s.max_gpus && c.gpus > s.max_gpus)
+        err("gpus", "strategy \"" + std::string(s.name) + "\" uses exactly " + std::to_string(s.max_gpus) + " GPU");
+    if (!(s.zero_stages >> c.zero & 1)) err("zero", s.zero_error);
     // Tensor, pipeline and context parallelism: Megatron-LM's own, or FSDP 2 on a device mesh (torchtitan).
     // (DDP composes with PyTorch's tensor parallelism too: torchtitan's data-parallel replicas, or TP alone.)
-    const bool composes = c.strategy == Strategy::megatron || (c.strategy == Strategy::fsdp && c.fsdp_version == 2);
-    for (auto [key, degree, what] : {std::tuple{"tp", c.tp, "tensor"}, {"pp", c.pp, "pipeline"}, {"cp", c.cp, "context"}})
-        if (degree > 1 && !composes && !(c.strategy == Strategy::ddp && std::string(key) == "tp"))
+    const bool meshed = !s.mesh_needs_fsdp2 || c.fsdp_version == 2;
+    for (auto [key, degree, what, composes] : {std::tuple{"tp", c.tp, "tensor", s.tensor_parallel},
+                                                {"pp", c.pp, "pipeline", s.pipeline_parallel},
+                                                {"cp", c.cp, "context", s.context_parallel}})
+        if (degree > 1 && !(composes && meshed))
             err(key, std::string(what) + " parallelism needs strategy \"megatron\", or \"fsdp\" with fsdp_version 2 (FSDP 2 on a "
                      "device mesh, as torchtitan composes them)" + (std::string(key) == "tp" ? ", or \"ddp\"" : ""));
     if (c.cp > 1 && c.attention != Attention::flash)
         err("cp", "context parallelism runs SDPA's flash or memory-efficient kernels: use attention \"flash\"");
     if (c.cp > 1 && c.seq_len % c.cp != 0)
         err("cp", "cp (" + std::to_string(c.cp) + ") must divide seq_len (" + std::to_string(c.seq_len) + ")");
-    if (c.checkpointing == Checkpointing::selective_op && c.strategy == Strategy::megatron)
+    if (c.checkpointing == Checkpointing::selective_op && s.own_model_code)
         err("checkpointing", "\"selective-op\" is torchtitan's per-op policy; Megatron-LM's own is \"selective\"");
     if (c.pp_stages_per_rank > 1 && c.pp_schedule != PipelineSchedule::interleaved_1f1b)
         err("pp_stages_per_rank", "only the interleaved schedule runs several stages per GPU");
@@ -74,7 +74,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         err("pp_stages_per_rank", "pp x pp_stages_per_rank (" + std::to_string(c.pp * c.pp_stages_per_rank) +
                                       ") exceeds the model's layers");
     if ((c.precision == Precision::bf16_base_mixed || c.precision == Precision::fp16_base_mixed) &&
-        (c.finetune.method == FinetuneMethod::full || (c.strategy != Strategy::single && c.strategy != Strategy::ddp)))
+        (c.finetune.method == FinetuneMethod::full || !s.adapter_recipe))
         err("precision", std::string(to_string(c.precision)) +
                              " is the adapter recipe on one GPU or DDP (16-bit frozen base, fp32 adapters, autocast): " +
                              (c.finetune.method == FinetuneMethod::full ? "with full fine-tuning use \"bf16-mixed\""
@@ -86,7 +86,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         err("fp8_recipe", "Transformer Engine is NVIDIA's (ROCm's fork is not modelled): use \"torchao-tensorwise\"");
     else if (te && (is_moe(a) || c.finetune.method != FinetuneMethod::full || c.method != TrainingMethod::sft ||
                     c.checkpointing == Checkpointing::selective_op ||
-                    (c.strategy != Strategy::megatron && (c.tp > 1 || c.pp > 1 || c.cp > 1 || a.family == find_family_row("gpt2")))))
+                    (!s.own_model_code && (c.tp > 1 || c.pp > 1 || c.cp > 1 || a.family == find_family_row("gpt2")))))
         err("fp8_recipe", "Transformer Engine's FP8 is modelled for full supervised training of dense models: "
                           "Megatron-LM's TE layers, or accelerate's te.Linear conversion (no tensor, pipeline or "
                           "context parallelism, not GPT-2's Conv1D, not \"selective-op\")");
@@ -99,8 +99,8 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         const std::string m = to_string(c.method);
         const MethodTraits& t = method_traits(c.method);
         // FSDP: the fused-head trainers' passes, measured through the Trainer (stacks/trl-fsdp).
-        const bool fsdp_measured = c.strategy == Strategy::fsdp && t.head == TrlHead::fused_logprob && c.zero >= 2;
-        if (c.strategy != Strategy::single && c.strategy != Strategy::ddp && !fsdp_measured)
+        const bool fsdp_measured = s.units == ParameterUnits::fsdp_units && t.head == TrlHead::fused_logprob && c.zero >= 2;
+        if (!s.trl && !fsdp_measured)
             err("method", m + " is modelled from TRL's " + t.trainer + " on one GPU or DDP" +
                               (t.head == TrlHead::fused_logprob ? " or FSDP (zero 2 or 3)" : "") + " (measured in tests/validation/stacks/trl, trl-fsdp)");
         if (!c.prompt_len) err("prompt_len", "is required with " + m);
@@ -140,8 +140,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     }
     if (!method_traits(c.method).groups && c.inference_engine != InferenceEngine::none)
         err("inference_engine", "a vLLM engine generates for GRPO and RLOO: set \"method\": \"grpo\" or \"rloo\"");
-    if (c.strategy == Strategy::deepspeed &&
-        (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
+    if (!s.pure_16bit && (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");
     if (c.finetune.method != FinetuneMethod::full) {
         const std::vector<Linear> modules = adapter_linears(a);
@@ -165,21 +164,23 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (c.pp > a.layers) err("pp", "pp (" + std::to_string(c.pp) + ") exceeds the model's layers");
     if (c.sequence_parallel && c.tp < 2) err("sequence_parallel", "needs tp of 2 or more");
     if (c.offload != Offload::none) {
-        if (c.strategy == Strategy::deepspeed) {
-            if (c.zero == 0) err("offload", "DeepSpeed offloads with ZeRO stage 1, 2 or 3 only");
-            if (c.offload == Offload::optimizer_and_params && c.zero != 3)
-                err("offload", "offloading parameters needs ZeRO stage 3");
-        } else if (c.strategy == Strategy::fsdp) {
-            if (c.offload == Offload::optimizer)
-                err("offload", "FSDP offloads parameters and gradients with the optimizer: use \"optimizer+params\"");
-        } else {
-            err("offload", "offload needs strategy \"deepspeed\" or \"fsdp\"");
+        switch (s.offload) {
+            case OffloadSupport::deepspeed:
+                if (c.zero == 0) err("offload", "DeepSpeed offloads with ZeRO stage 1, 2 or 3 only");
+                if (c.offload == Offload::optimizer_and_params && c.zero != 3)
+                    err("offload", "offloading parameters needs ZeRO stage 3");
+                break;
+            case OffloadSupport::fsdp:
+                if (c.offload == Offload::optimizer)
+                    err("offload", "FSDP offloads parameters and gradients with the optimizer: use \"optimizer+params\"");
+                break;
+            case OffloadSupport::none: err("offload", "offload needs strategy \"deepspeed\" or \"fsdp\"");
         }
     }
     if (c.finetune.method != FinetuneMethod::qlora &&
         (c.finetune.backend != QuantBackend::bitsandbytes || !c.finetune.backend_version.empty()))
         err("finetune.backend", "the quantization back end applies to QLoRA only");
-    if (c.finetune.method == FinetuneMethod::qlora && c.strategy == Strategy::megatron)
+    if (c.finetune.method == FinetuneMethod::qlora && s.own_model_code)
         err("finetune", "QLoRA is not available with Megatron-LM");
 }
 

@@ -144,9 +144,8 @@ double data_parallel_seconds(const Config& c) {
     const double e = compute_element_bytes(c);
     const double trainable = trainable_stage_params(c), params = stage_params(c);
     const double grad = trainable * e;
-    const bool sharded_params = c.zero >= 3 && (c.strategy == Strategy::fsdp || c.strategy == Strategy::deepspeed);
-    if (sharded_params) return (2 * double(c.grad_accum) * params * e + grad) * ring(n) / bw;
-    if (c.zero >= 1 && c.strategy != Strategy::megatron) return (grad + trainable * e) * ring(n) / bw;
+    if (gathers_per_unit(c)) return (2 * double(c.grad_accum) * params * e + grad) * ring(n) / bw;
+    if (c.zero >= traits(c).zero_collectives_from) return (grad + trainable * e) * ring(n) / bw;
     return 2 * grad * ring(n) / bw;
 }
 
@@ -165,7 +164,7 @@ double tensor_parallel_seconds(const Config& c) {
 // states out (memory-bound: HBM bandwidth).
 double optimizer_step_seconds(const Config& c, double states_per_param) {
     if (c.offload != Offload::none || c.gpu.bandwidth_gbps <= 0) return 0;
-    const double shard = c.zero >= 1 && c.strategy != Strategy::megatron ? double(data_parallel(c)) : 1;
+    const double shard = c.zero >= traits(c).zero_collectives_from ? double(data_parallel(c)) : 1;
     const double w = compute_element_bytes(c), master = mixed(c) ? 4 : 0;
     const double bytes = trainable_stage_params(c) / shard * (2 * (w + master + states_per_param) + w);
     return bytes / (c.gpu.bandwidth_gbps * kGiga);
