@@ -314,12 +314,11 @@ Report make_report(const Config& c) {
              "autocast (measured: bf16=True changes only generation), so their activations are in the weights' dtype");
     if (method_traits(c.method).takes_reference && c.reference == Reference::model && c.strategy == Strategy::fsdp && c.fsdp_version == 2 && c.zero == 3)
         warn(std::string(to_string(c.method)) + " under FSDP 2: TRL's prepare_fsdp shards the reference model as one unit, so "
-             "its forward gathers the whole model on every rank (" + gib(2 * double(total_params(c.model)) * compute_element_bytes(c)) +
+             "its forward gathers the whole model on every rank (" + gib(fsdp2_reference_gather_bytes(c)) +
              ": the all-gather buffer and the parameters), whatever the number of GPUs; LoRA's adapters-off reference avoids it");
     if (c.method == TrainingMethod::ppo) {
-        const double rollout = double(c.micro_batch * c.grad_accum * c.num_mini_batches);
         warn("ppo: TRL 1.12's PPOTrainer (trl.experimental.ppo, the last release with it) keeps generate's fp32 scores of "
-             "the whole rollout (" + gib(rollout * double(c.completion_len) * double(c.model.vocab) * 4) + ") from one rollout "
+             "the whole rollout (" + gib(ppo_kept_scores_bytes(c)) + ") from one rollout "
              "to the next, and trains the policy with whole logits beside the fully trained value model");
         if (detail::autocast(c))
             warn("ppo: PPOTrainer makes its own Accelerator and never reads bf16=: bf16-mixed is `accelerate launch "

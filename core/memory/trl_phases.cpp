@@ -153,7 +153,7 @@ FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
     u.generation = 3 * layer + tail;
     u.generation_prefill = 2 * layer + tail;
     u.policy_pass = tail + layer;
-    u.reference = tail + (reference_model ? 2 * whole : layer + (lora_copy ? double(lm_head_params(a)) * e : 0));
+    u.reference = tail + (reference_model ? fsdp2_reference_gather_bytes(c) : layer + (lora_copy ? double(lm_head_params(a)) * e : 0));
     u.policy_forward = tail + (trains_all_weights(c) && !policy_first ? tail : layer);
     u.backward = tail + layer;
     return u;
@@ -415,7 +415,7 @@ std::vector<Phase> ppo_phases(const Config& c) {
     const double h = double(a.hidden), v = double(a.vocab), w = weight_element_bytes(policy), tokens = b * s;
     // Generation's fp32 scores (generate's output_scores, stacked and padded per chunk): `logitss` lives until the
     // next rollout rebinds it, so every phase holds them.
-    const double scores = r.chunks * r.chunk * cl * v * 4;
+    const double scores = ppo_kept_scores_bytes(c);
     Terms base = resident(policy);
     const Terms critic = resident(value);
     base.weights += critic.weights + ppo_frozen_weights_bytes(c);
@@ -516,6 +516,18 @@ std::vector<Phase> ppo_phases(const Config& c) {
 }
 
 }  // namespace
+
+// Generation's fp32 scores (generate's output_scores, stacked and padded per chunk) of the whole rollout.
+double ppo_kept_scores_bytes(const Config& c) {
+    const Rollout r = rollout(c);
+    return r.chunks * r.chunk * double(c.completion_len) * double(c.model.vocab) * 4;
+}
+
+// TRL's prepare_fsdp wraps the reference as one FSDP 2 unit: its forward holds the flat all-gather buffer and the
+// unsharded parameters, twice the whole model in the MixedPrecisionPolicy's param_dtype (stacks/trl-fsdp).
+double fsdp2_reference_gather_bytes(const Config& c) {
+    return 2 * double(total_params(c.model)) * compute_element_bytes(policy_step(c));
+}
 
 double reward_element_bytes(const Config& c) {
     return c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c);

@@ -298,3 +298,32 @@ TEST_CASE("RLOO: GRPO's passes with its old log-probs always scored and a refere
     REQUIRE_FALSE(p.ok());
     CHECK(p.errors[0].field == "num_generations");
 }
+
+namespace {
+// The GiB figure a warning quotes after `marker` ("(1.5 GiB"), in bytes.
+double quoted_gib(const Report& r, const std::string& marker) {
+    for (const std::string& w : r.warnings) {
+        const std::size_t at = w.find(marker);
+        if (at != std::string::npos) return std::stod(w.substr(at + marker.size())) * 1024.0 * 1024 * 1024;
+    }
+    FAIL("no warning with " + marker);
+    return 0;
+}
+}  // namespace
+
+TEST_CASE("A warning's figure is the estimate's: PPO's kept scores, FSDP 2's gathered reference") {
+    // A rollout of 3 prompts in chunks of 2: generate pads the scores to whole chunks, 4 rows (the issue's example:
+    // 1.2 GiB quoted against 1.46 GiB estimated when the warning counted 3).
+    const json ppo = {{"model", "llama-3-8b"}, {"gpu", "h200"}, {"method", "ppo"}, {"prompt_len", 512}, {"completion_len", 256},
+                      {"micro_batch", 3}, {"rollout_forward_batch", 2}, {"finetune", kLora}, {"precision", "bf16-true"}};
+    const Report p = make_report(parsed(ppo));
+    const double kept = p.memory.phases[2].terms.logits;  // the value pass holds the scores and nothing else
+    CHECK(kept == Approx(4.0 * 256 * 128256 * 4));
+    CHECK(quoted_gib(p, "whole rollout (") == Approx(kept).epsilon(0.05 / (kept / 1073741824.0)));
+    const json dpo = {{"model", "llama-3-8b"}, {"gpu", "h200"}, {"method", "dpo"}, {"prompt_len", 256}, {"completion_len", 256},
+                      {"strategy", "fsdp"}, {"gpus", 4}, {"fsdp_version", 2}, {"precision", "bf16-mixed"}};
+    const Report d = make_report(parsed(dpo));
+    // FSDP 2's reference unit: 2 x 8,030,261,248 parameters x 2 B (bf16 param_dtype) in the reference pass.
+    const double gathered = 2.0 * 8030261248 * 2;
+    CHECK(quoted_gib(d, "every rank (") == Approx(gathered).epsilon(0.05 / (gathered / 1073741824.0)));
+}
