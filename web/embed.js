@@ -13,6 +13,7 @@
   // views out in blocks of fixed heights; tests/web/embed_hosts.test.mjs measures them against these).
   const HEIGHTS = { full: 590, compact: 266 };
   const frames = new Map();  // iframe -> {owner: the host element, host: follows the host's theme, theme: last sent, min}
+  const seen = new WeakSet();  // the old forms' elements already mounted
   let count = 0;
 
   // [r, g, b, a] of any CSS colour (rgb, hsl, oklch, color(...)), as the canvas paints it.
@@ -97,8 +98,8 @@
   // The older forms, where they appear.
   function scan() {
     for (const el of document.querySelectorAll('div[data-vramcalc], iframe[data-vramcalc]')) {
-      if (el.dataset.vramcalcReady) continue;
-      el.dataset.vramcalcReady = '1';
+      if (seen.has(el)) continue;
+      seen.add(el);
       if (el.tagName === 'DIV') { mount(el, el.getAttribute('data-vramcalc') || '', el.dataset.theme); continue; }
       let src;
       try { src = new URL(el.src, location.href); } catch { continue; }
@@ -119,7 +120,7 @@
   });
 
   // The host's colours change (a toggle of any attribute or class on <html> or <body>, a stylesheet swapped in the
-  // head, a transition ending, the system's scheme): the widgets that follow it follow.
+  // head, the system's scheme; read again when a colour transition ends): the widgets that follow it follow.
   const rethemed = () => { for (const [frame, f] of frames) if (f.host) hello(frame, f, false); };
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', rethemed);
   document.addEventListener('transitionend', rethemed, true);
