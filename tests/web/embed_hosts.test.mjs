@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serve, launch, openPage, requireSite, requirePlaywright, ROOT, SITE } from './lib.mjs';
+import { read, checkWidgets, layoutShift } from './embed_checks.mjs';
 
 let site;
 let docs;
@@ -173,79 +174,17 @@ ReactDOMClient.hydrateRoot(document.getElementById('__docusaurus'), React.create
     <body><div id="__docusaurus">${html}</div><script src="react.js"></script><script src="hydrate.js"></script></body></html>`;
 }
 
-// ---------- checks ----------
-
-// The widgets' frames (in shadow roots), top to bottom, with the element that holds each.
-async function widgets(page) {
-  const els = await page.$$('iframe');
-  const rows = await Promise.all(els.map(async (el) => ({ el, top: await el.evaluate((x) => x.getBoundingClientRect().top + scrollY) })));
-  return Promise.all(rows.sort((a, b) => a.top - b.top).map(async ({ el }) => ({ el, frame: await el.contentFrame() })));
-}
-
-// Every frame rendered, as tall as its view, nothing scrolling inside, the link back in view, in its theme. (The waits
-// poll on a timer: a frame out of view runs no animation frames, Playwright's default polling.)
-async function checkWidgets(page, label, themes) {
-  const heights = await page.evaluate(() => customElements.get('vramcalc-widget').heights);
-  const list = await widgets(page);
-  assert.equal(list.length, themes.length, `${label}: widgets`);
-  for (const [i, { el, frame }] of list.entries()) {
-    const w = `${label}, widget ${i + 1}`;
-    await frame.waitForFunction(() => document.body.dataset.ready === 'true' && document.documentElement.classList.contains('hosted'),
-      null, { timeout: 20000, polling: 100 });
-    const inner = await frame.evaluate(() => {
-      const link = document.getElementById('open-full').getBoundingClientRect();
-      return { view: document.body.classList.contains('view-compact') ? 'compact' : 'full', innerHeight,
-        scrollHeight: document.documentElement.scrollHeight, scrollWidth: document.documentElement.scrollWidth,
-        clientWidth: document.documentElement.clientWidth, link: [link.top, link.bottom, link.width],
-        theme: document.documentElement.dataset.theme };
-    });
-    const outer = await el.evaluate((x) => x.getBoundingClientRect().height);
-    assert.equal(outer, heights[inner.view], `${w}: as tall as its view`);
-    assert.equal(inner.innerHeight, heights[inner.view], w);
-    assert.ok(inner.scrollHeight <= inner.innerHeight && inner.scrollWidth <= inner.clientWidth, `${w}: nothing scrolls inside`);
-    assert.ok(inner.link[0] >= 0 && inner.link[1] <= inner.innerHeight && inner.link[2] > 100, `${w}: the link back in view`);
-    await frame.waitForFunction((t) => (document.documentElement.dataset.theme || 'system') === t, themes[i], { timeout: 5000, polling: 100 })
-      .catch(() => assert.fail(`${w}: theme ${inner.theme}, expected ${themes[i]}`));
-  }
-}
-
-// Opens the host page at a width, records its layout shifts from the start, scrolls it top to bottom as a reader.
-async function read(name, width, pageHtml) {
-  writeFileSync(join(docsDir, `${name}.html`), pageHtml);
-  const scripts = [];
-  const opened = await openPage(browser, `${docs.url}${name}.html`, {
-    origins: [site.url, docs.url], ready: false, viewport: { width, height: 800 },
-    setup: async (context, page) => {
-      await context.addInitScript(() => {
-        window.__shifts = [];
-        new PerformanceObserver((list) => {
-          for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push(e.value);
-        }).observe({ type: 'layout-shift', buffered: true });
-      });
-      page.on('request', (r) => { if (r.frame() === page.mainFrame() && r.url().endsWith('/embed.js')) scripts.push(r.url()); });
-    },
-  });
-  const { page } = opened;
-  await (await widgets(page))[0].frame.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 20000, polling: 100 });
-  const bottom = await page.evaluate(() => document.documentElement.scrollHeight - innerHeight);
-  for (let y = 0; y <= bottom + 400; y += 400) {
-    await page.evaluate((top) => scrollTo(0, top), y);
-    await page.waitForTimeout(150);
-  }
-  return { ...opened, scripts };
-}
-
 for (const [name, host] of Object.entries(HOSTS)) {
   test(`${name}: the README's recipe, no layout shift, themes, in-site navigation`, async () => {
     const mine = host.widget();
     const trio = [mine, COMPACT_AUTO, OLD_DIV].map((w) => w.replace(/https:\/\/HOST\//g, site.url));
     writeFileSync(join(docsDir, 'two.html'), host.page([SECOND, COMPACT_AUTO, OLD_DIV]));
     for (const width of [375, 1280]) {
-      const { page, context, log, scripts } = await read(name, width, host.page(trio));
+      writeFileSync(join(docsDir, `${name}.html`), host.page(trio));
+      const { page, context, log, scripts } = await read(browser, `${docs.url}${name}.html`, [site.url, docs.url], width);
       await checkWidgets(page, `${name}, ${width} px`, expectedThemes('light', 'system'));
-      const shifts = await page.evaluate(() => window.__shifts);
-      const cls = shifts.reduce((a, b) => a + b, 0);
-      console.log(`${name} at ${width} px: layout shift ${cls.toFixed(4)} (${shifts.length} entries)`);
+      const cls = await layoutShift(page);
+      console.log(`${name} at ${width} px: layout shift ${cls.toFixed(4)}`);
       assert.ok(cls <= 0.05, `${name} at ${width} px: layout shift ${cls}`);
       assert.deepEqual(scripts.length, 1, 'embed.js loaded once');
       if (width === 375) {
