@@ -32,13 +32,14 @@ const ENGINES = {
   },
   docusaurus: {
     page: 'docs/memory/index.html', themes: (host) => [host, 'system', host],
-    toggle: (page) => page.click('button[title*="mode"]:visible'),
+    toggle: (page) => page.evaluate(() => document.querySelector('button[title*="mode"]').click()),
     nav: (page) => page.click('a[href$="/docs/two"]:visible'), second: 1,
   },
   vitepress: {
     page: 'index.html', themes: (host) => [host, 'system', host],
-    toggle: (page) => page.click('.VPSwitchAppearance:visible'),
-    nav: (page) => page.click('a[href$="/two.html"]:visible, a[href$="/two"]:visible'), second: 1,
+    toggle: (page) => page.evaluate(() => document.querySelector('.VPSwitchAppearance').click()),  // in the menu at 375 px
+    nav: (page) => page.evaluate(() => [...document.querySelectorAll('.vp-doc a')].find((a) => a.textContent === 'Next page').click()),
+    second: 1,
   },
 };
 
