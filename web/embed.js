@@ -10,7 +10,7 @@
   const key = `__vramcalc ${base.origin}${base.pathname}`;
   if (window[key]) { window[key](); return; }
   // Each embed view's height in CSS pixels, the same at every width and for every estimate (web/style.css lays the
-  // views out in blocks of fixed heights; tests/web/embed_hosts.test.mjs measures them against these).
+  // views out in blocks of fixed heights; tests/web/embed_hosts.test.mjs checks that each view fits its height).
   const HEIGHTS = { full: 590, compact: 266 };
   const frames = new Map();  // iframe -> {owner: the host element, host: follows the host's theme, theme: last sent, min}
   const seen = new WeakSet();  // the old forms' elements already mounted

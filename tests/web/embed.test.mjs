@@ -3,31 +3,24 @@
 // inner scrollbar), in its theme, with a link back that opens the full page in the same state.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, launch, openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { twoOrigins } from './embed_checks.mjs';
 
 let site;
 let docs;
 let browser;
 let docsDir;
+let close;
 before(async () => {
   requireSite();
   requireCli();
   requirePlaywright();
   mkdirSync(ARTIFACTS, { recursive: true });
-  site = await serve();
-  docsDir = mkdtempSync(join(tmpdir(), 'vramcalc-docs-'));
-  docs = await serve(docsDir);
-  browser = await launch();
+  ({ site, docs, docsDir, browser, close } = await twoOrigins());
 });
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  await docs?.close();
-  if (docsDir) rmSync(docsDir, { recursive: true, force: true });
-});
+after(() => close?.());
 
 // A documentation page with its own light and dark styles (the system's, or a .dark class of its own toggle).
 const docsPage = (widgets) => `<!doctype html>

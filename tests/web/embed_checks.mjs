@@ -1,7 +1,25 @@
 // The checks of a documentation page holding widgets, shared by embed_hosts.test.mjs and hosts/check_engines.mjs:
 // the frames, their sizes, themes and links; the page's layout shift as the browser reports it.
 import assert from 'node:assert/strict';
-import { openPage } from './lib.mjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { serve, launch, openPage } from './lib.mjs';
+
+// The calculator's site, a documentation site of a second origin (a temporary folder to write pages in), Chromium.
+export async function twoOrigins() {
+  const site = await serve();
+  const docsDir = mkdtempSync(join(tmpdir(), 'vramcalc-docs-'));
+  const docs = await serve(docsDir);
+  const browser = await launch();
+  const close = async () => {
+    await browser.close();
+    await site.close();
+    await docs.close();
+    rmSync(docsDir, { recursive: true, force: true });
+  };
+  return { site, docs, docsDir, browser, close };
+}
 
 // The widgets' frames (in shadow roots), top to bottom, with the element that holds each.
 export async function widgets(page) {
@@ -46,12 +64,7 @@ export async function read(browser, url, origins, width, route) {
     origins, ready: false, viewport: { width, height: 800 },
     setup: async (context, page) => {
       if (route) await route(context);
-      await context.addInitScript(() => {
-        window.__shifts = [];
-        new PerformanceObserver((list) => {
-          for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push(e.value);
-        }).observe({ type: 'layout-shift', buffered: true });
-      });
+      await recordShifts(context);
       page.on('request', (r) => { if (r.frame() === page.mainFrame() && r.url().endsWith('/embed.js')) scripts.push(r.url()); });
     },
   });
@@ -65,7 +78,17 @@ export async function read(browser, url, origins, width, route) {
   return { ...opened, scripts };
 }
 
-// The sum of the page's layout-shift entries without recent input (read() records them from the start): at least
+// Records every page's layout-shift entries without recent input from its start, for layoutShift().
+export function recordShifts(context) {
+  return context.addInitScript(() => {
+    window.__shifts = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) if (!e.hadRecentInput) window.__shifts.push(e.value);
+    }).observe({ type: 'layout-shift', buffered: true });
+  });
+}
+
+// The sum of the page's layout-shift entries (recorded by recordShifts, as read() does): at least
 // the cumulative layout shift, which takes the worst window of them.
 export async function layoutShift(page) {
   return (await page.evaluate(() => window.__shifts)).reduce((a, b) => a + b, 0);

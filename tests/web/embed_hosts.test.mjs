@@ -8,32 +8,24 @@
 // themes, the widget of a page reached by in-site navigation, embed.js loaded once, no console error, no third origin.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serve, launch, openPage, requireSite, requirePlaywright, ROOT, SITE } from './lib.mjs';
-import { read, checkWidgets, layoutShift } from './embed_checks.mjs';
+import { openPage, requireSite, requirePlaywright, ROOT, SITE } from './lib.mjs';
+import { twoOrigins, read, checkWidgets, layoutShift, recordShifts } from './embed_checks.mjs';
 
 let site;
 let docs;
 let docsDir;
 let browser;
+let close;
 before(async () => {
   requireSite();
   requirePlaywright();
-  site = await serve();
-  docsDir = mkdtempSync(join(tmpdir(), 'vramcalc-hosts-'));
-  docs = await serve(docsDir);
-  browser = await launch();
+  ({ site, docs, docsDir, browser, close } = await twoOrigins());
 });
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  await docs?.close();
-  if (docsDir) rmSync(docsDir, { recursive: true, force: true });
-});
+after(() => close?.());
 
 // The README's recipes: per engine, its head configuration and its page's widget element.
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -225,13 +217,9 @@ test('layout-shift entries: a block inserted above the text after load is seen',
     <script>setTimeout(() => document.body.prepend(Object.assign(document.createElement('div'), {style: 'height: 300px'})), 300);</script></body></html>`;
   writeFileSync(join(docsDir, 'shift.html'), page400);
   const { page, context } = await openPage(browser, `${docs.url}shift.html`, { origins: [site.url, docs.url], ready: false,
-    viewport: { width: 375, height: 800 }, setup: (c) => c.addInitScript(() => {
-      window.__shifts = [];
-      new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__shifts.push(e.value); })
-        .observe({ type: 'layout-shift', buffered: true });
-    }) });
+    viewport: { width: 375, height: 800 }, setup: recordShifts });
   await page.waitForTimeout(800);
-  const cls = (await page.evaluate(() => window.__shifts)).reduce((a, b) => a + b, 0);
+  const cls = await layoutShift(page);
   assert.ok(cls > 0.05, `the shift is measured: ${cls}`);
   await context.close();
 });
