@@ -14,14 +14,20 @@ export function initFrame({ embed, theme, view }) {
   document.body.classList.add('embed', `view-${view}`);
   if (window.parent === window) return;
   const id = /^[\w-]{1,64}$/.test(window.name) ? window.name : '';
+  // embed.js names a frame that follows the host page vramcalc-N-dark or -light: its first paint in that scheme.
+  const scheme = /^vramcalc-\d+-(light|dark)$/.exec(id);
+  if (scheme && theme === 'auto') applyTheme(scheme[1]);
   let last = -1;
   let hosted = false;
+  // The height right after each change, measured at once: a frame out of view runs no rendering steps, so a
+  // ResizeObserver or requestAnimationFrame there would wait until the reader scrolls to it.
   const post = () => {
-    const height = Math.ceil(document.body.getBoundingClientRect().height);
+    const height = Math.ceil(document.documentElement.scrollHeight);
     if (height === last) return;
     last = height;
     window.parent.postMessage({ type: 'vramcalc:height', id, height, hosted }, '*');
   };
+  new MutationObserver(post).observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
   new ResizeObserver(post).observe(document.body);
   // embed.js answers: it sizes the frame (no scrollbar needed here) and may pass the host page's theme.
   window.addEventListener('message', (e) => {
@@ -33,4 +39,5 @@ export function initFrame({ embed, theme, view }) {
     last = -1;
     post();
   });
+  post();
 }

@@ -1,20 +1,24 @@
-// Copying: the share link, the embed code (a widget div with embed.js, or an iframe) and the configs.
+// Copying: the share link, the embed code (the widget element with embed.js, or an iframe) and the configs.
 import { $ } from './dom.js';
+import './embed.js';  // defines <vramcalc-widget>, whose views' heights the iframe code takes
 
 const esc = (t) => t.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 // query: the configuration's link query; site: the page's URL without query; theme '' leaves it to the host page.
+// The widget: the custom element and embed.js (which sizes it); the iframe, for hosts that take no script, as tall as
+// embed.js makes its view.
 export function embedCodes(query, site, theme, view) {
   const extra = new URLSearchParams();
   if (theme) extra.set('theme', theme);
   if (view !== 'full') extra.set('view', view);
   const settings = [query, extra.toString()].filter(Boolean).join('&');
-  const script = `<script src="${esc(new URL('embed.js', site).href)}" async></script>`;
+  const script = `<script src="${esc(new URL('embed.js', site).href)}"></script>`;
   const src = new URL(`?${[query, 'embed=1', extra.toString()].filter(Boolean).join('&')}`, site).href;
+  const height = customElements.get('vramcalc-widget').heights[view];
   return {
-    div: `<div data-vramcalc="${esc(settings)}"></div>\n${script}`,
-    iframe: `<iframe data-vramcalc src="${esc(src)}" title="vramcalc: GPU memory estimate" ` +
-      `style="width:100%;height:420px;border:0" loading="lazy"></iframe>\n${script}`,
+    div: `<vramcalc-widget settings="${esc(settings)}"></vramcalc-widget>\n${script}`,
+    iframe: `<iframe data-vramcalc src="${esc(src)}" title="vramcalc: GPU memory estimate" width="100%" height="${height}" ` +
+      `style="border:0" loading="lazy"></iframe>\n${script}`,
   };
 }
 

@@ -1,33 +1,26 @@
-// Widgets on a documentation page served from a second origin: the page's own "Copy embed code" (two div widgets and
-// an iframe, each with embed.js), at 360, 760 and 1400 px, light and dark: each frame as tall as its content (no
+// Widgets on a documentation page served from a second origin: the page's own "Copy embed code" (two widget elements
+// and an iframe, each with embed.js), at 360, 760 and 1400 px, light and dark: each frame as tall as its content (no
 // inner scrollbar), in its theme, with a link back that opens the full page in the same state.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve, launch, openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { openPage, settle, requireSite, requireCli, requirePlaywright, cli, ARTIFACTS } from './lib.mjs';
+import { twoOrigins } from './embed_checks.mjs';
 
 let site;
 let docs;
 let browser;
 let docsDir;
+let close;
 before(async () => {
   requireSite();
   requireCli();
   requirePlaywright();
   mkdirSync(ARTIFACTS, { recursive: true });
-  site = await serve();
-  docsDir = mkdtempSync(join(tmpdir(), 'vramcalc-docs-'));
-  docs = await serve(docsDir);
-  browser = await launch();
+  ({ site, docs, docsDir, browser, close } = await twoOrigins());
 });
-after(async () => {
-  await browser?.close();
-  await site?.close();
-  await docs?.close();
-  if (docsDir) rmSync(docsDir, { recursive: true, force: true });
-});
+after(() => close?.());
 
 // A documentation page with its own light and dark styles (the system's, or a .dark class of its own toggle).
 const docsPage = (widgets) => `<!doctype html>
@@ -54,8 +47,12 @@ const lum = (rgb) => {
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 };
 
-// The widgets' frames, in the page's order.
-const widgetFrames = async (page) => Promise.all((await page.$$('iframe')).map((el) => el.contentFrame()));
+// The widgets' frames (those in shadow roots too), top to bottom.
+async function widgetFrames(page) {
+  const els = await page.$$('iframe');
+  const tops = await Promise.all(els.map((el) => el.evaluate((x) => x.getBoundingClientRect().top + scrollY)));
+  return Promise.all(els.map((el, i) => [tops[i], el]).sort((a, b) => a[0] - b[0]).map(([, el]) => el.contentFrame()));
+}
 
 // Waits until every frame, scrolled into view as a reader would (Chromium pauses the rendering of cross-origin
 // frames out of view, and with it their resize observers), has reported its height and been sized to it.
@@ -91,13 +88,13 @@ test('widgets on a documentation page of another origin: sized to their content,
   // The three widgets, copied from the page itself.
   const { page: full, context: fullContext } = await openPage(browser, site.url + '?model=llama-2-7b&gpu=a100-80gb&finetune=lora');
   const code1 = await embedCode(full, 'div', '', 'full');
-  assert.match(code1, /^<div data-vramcalc="model=llama-2-7b&amp;gpu=a100-80gb&amp;finetune=lora"><\/div>\n<script src="http:\/\/127\.0\.0\.1:\d+\/embed\.js" async><\/script>$/);
+  assert.match(code1, /^<vramcalc-widget settings="model=llama-2-7b&amp;gpu=a100-80gb&amp;finetune=lora"><\/vramcalc-widget>\n<script src="http:\/\/127\.0\.0\.1:\d+\/embed\.js"><\/script>$/);
   await full.fill('#f-model', 'mistral-7b');
   await full.selectOption('#f-gpu', 'l4');
   await full.selectOption('#f-finetune', 'qlora');
   await settle(full);
   const code2 = await embedCode(full, 'div', 'dark', 'compact');
-  assert.match(code2, /data-vramcalc="model=mistral-7b&amp;gpu=l4&amp;finetune=qlora&amp;theme=dark&amp;view=compact"/);
+  assert.match(code2, /settings="model=mistral-7b&amp;gpu=l4&amp;finetune=qlora&amp;theme=dark&amp;view=compact"/);
   const bytes2 = await full.getAttribute('#total', 'data-bytes');
   await full.fill('#f-model', 'gpt2');
   await full.selectOption('#f-gpu', 't4');
@@ -194,6 +191,6 @@ test('widgets on a documentation page of another origin: sized to their content,
   assert.deepEqual(log.foreign, [], 'only the two origins');
   for (const f of page.frames()) assert.deepEqual(await f.evaluate(() => window.__csp), [], `no CSP violation in ${f.url()}`);
   assert.deepEqual(log.errors, []);
-  assert.equal(await page.evaluate(() => document.querySelectorAll('iframe[name^=vramcalc-]').length), 2);
+  assert.equal((await page.$$('iframe[name^=vramcalc-]')).length, 2, 'the two widgets\' frames, in their shadow roots');
   await context.close();
 });

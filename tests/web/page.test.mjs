@@ -193,7 +193,7 @@ test('embed view: chrome-free, with copyable widget and iframe snippets', async 
   const { page, context, log } = await open('?model=llama-2-13b&gpu=h100-80gb');
   await page.click('#copy-embed');
   const div = await page.inputValue('#embed-div');
-  assert.match(div, /^<div data-vramcalc="model=llama-2-13b&amp;gpu=h100-80gb"><\/div>\n<script src="http:\/\/127\.0\.0\.1:\d+\/embed\.js" async><\/script>$/);
+  assert.match(div, /^<vramcalc-widget settings="model=llama-2-13b&amp;gpu=h100-80gb"><\/vramcalc-widget>\n<script src="http:\/\/127\.0\.0\.1:\d+\/embed\.js"><\/script>$/);
   await page.selectOption('#embed-view', 'compact');
   const code = await page.inputValue('#embed-iframe');
   assert.match(code, /^<iframe data-vramcalc src="http:\/\/127\.0\.0\.1:\d+\/\?model=llama-2-13b&amp;gpu=h100-80gb&amp;embed=1&amp;view=compact" /);

@@ -1,0 +1,3 @@
+project = "vramcalc embed check"
+html_theme = "furo"
+templates_path = ["_templates"]
