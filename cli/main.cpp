@@ -22,6 +22,7 @@ const char* kUsage =
     "       vramcalc adamw FILE|-                 the scalar AdamW reference step\n"
     "       vramcalc presets                      model presets, GPU catalog, worked scenarios\n"
     "       vramcalc schema [--markdown]          every configuration key: type, bounds, default, when it applies\n"
+    "       vramcalc describe FILE|-              every key's default given the others, the model's LoRA targets\n"
     "       vramcalc bench [SECONDS]              estimates per second\n";
 
 bool read_input(const std::string& path, std::string& out) {
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);
     const bool table = argc == 4 && std::string(argv[3]) == "--table" && cmd == "estimate";
-    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw") &&
+    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw" || cmd == "describe") &&
         (argc == 3 || table)) {
         std::string input;
         if (!read_input(argv[2], input)) {
@@ -109,6 +110,10 @@ int main(int argc, char** argv) {
         if (cmd == "sweep") return print_result(vramcalc::sweep_json(input), false);
         if (cmd == "deepspeed") return print_result(vramcalc::deepspeed_json(input), false);
         if (cmd == "exports") return print_result(vramcalc::exports_json(input), false);
+        if (cmd == "describe") {
+            std::cout << vramcalc::describe_json(input).json << "\n";  // its problems are part of the answer
+            return 0;
+        }
         return print_result(vramcalc::adamw_json(input), false);
     }
     std::cerr << kUsage;

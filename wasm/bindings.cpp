@@ -18,6 +18,7 @@ std::string exports(const std::string& config_json) { return vramcalc::exports_j
 std::string adamw_step(const std::string& request_json) { return vramcalc::adamw_json(request_json).json; }
 std::string presets() { return vramcalc::presets_json(); }
 std::string schema() { return vramcalc::schema_text(); }
+std::string describe(const std::string& config_json) { return vramcalc::describe_json(config_json).json; }
 
 // Estimates per second of the breakdown alone (no JSON), for the benchmark; -1 for a bad configuration.
 double bench_estimates(const std::string& config_json, double seconds) {
@@ -35,5 +36,6 @@ EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("adamwStep", &adamw_step);
     emscripten::function("presets", &presets);
     emscripten::function("schema", &schema);
+    emscripten::function("describe", &describe);
     emscripten::function("benchEstimates", &bench_estimates);
 }

@@ -9,6 +9,7 @@
 #include "json/scenarios.hpp"
 #include "model/model_catalog.hpp"
 #include "hardware/gpus.hpp"
+#include "model/model_json.hpp"
 #include "model/presets.hpp"
 #include "setup/config_json.hpp"
 #include "setup/schema.hpp"
@@ -146,5 +147,12 @@ std::string schema_text() {
 }
 
 std::string schema_markdown_text() { return schema_markdown(); }
+
+ApiResult describe_json(const std::string& config_json) {
+    const ParsedConfig p = parse_config(config_json);
+    json errors = errors_to_json(p.errors)["errors"];
+    return {p.ok(), dump({{"defaults", key_defaults(p.config)}, {"modules", adapter_target_names(p.config.model)},
+                          {"errors", errors}})};
+}
 
 }  // namespace vramcalc

@@ -23,6 +23,10 @@ std::string presets_json();
 // The configuration's keys (core/setup/schema.cpp): {"groups", "keys", "architecture"}; as Markdown tables for the README.
 std::string schema_text();
 std::string schema_markdown_text();
+// What the page needs beside the estimate: every key's default given the others ({"defaults": {name: value}}), the
+// model's LoRA targets ({"modules"}), and the configuration's problems ({"errors"}, empty when valid); even for an
+// invalid configuration, from the keys that did read.
+ApiResult describe_json(const std::string& config_json);
 // One or more steps of the scalar AdamW reference (core/reference/adamw.hpp); see adamw_json.cpp for the format.
 ApiResult adamw_json(const std::string& request_json);
 

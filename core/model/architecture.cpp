@@ -181,6 +181,27 @@ std::vector<Linear> adapter_linears(const Architecture& a) {
     return out;
 }
 
+std::vector<std::string> adapter_target_names(const Architecture& a) {
+    std::vector<std::string> out;
+    for (const Linear& l : adapter_linears(a))
+        if (std::find(out.begin(), out.end(), l.name) == out.end()) out.push_back(l.name);
+    out.push_back(a.family->head);
+    out.push_back("all-linear");
+    return out;
+}
+
+// PEFT's default when no target_modules are given (peft/utils/constants.py
+// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING): the query and value projections ("q_proj", "v_proj"; LitGPT's
+// lora_query and lora_value, torchtune's and torchtitan's examples alike), else the fused one ("c_attn",
+// "query_key_value", "qkv_proj", "Wqkv"); all-linear for a model with neither (MLA's latent projections).
+std::vector<std::string> default_adapter_targets(const Architecture& a) {
+    const std::vector<std::string> names = adapter_target_names(a);
+    auto has = [&](const char* n) { return n && std::find(names.begin(), names.end(), n) != names.end(); };
+    if (has(a.family->q) && has(a.family->v)) return {a.family->q, a.family->v};
+    if (has(a.family->qkv)) return {a.family->qkv};
+    return {"all-linear"};
+}
+
 bool adapts_head(const Architecture& a, const std::vector<std::string>& targets) {
     return std::find(targets.begin(), targets.end(), a.family->head) != targets.end();
 }

@@ -118,6 +118,10 @@ std::vector<Linear> mlp_linears(const Architecture&);
 std::vector<Linear> layer_linears(const Architecture&);
 // The projections LoRA can target: nn.Linear modules (transformers keeps routed experts as 3-D parameters).
 std::vector<Linear> adapter_linears(const Architecture&);
+// What LoRA can adapt: the model's projections by name, its output projection, "all-linear"; and what it adapts when
+// no targets are given.
+std::vector<std::string> adapter_target_names(const Architecture&);
+std::vector<std::string> default_adapter_targets(const Architecture&);
 // One parameter tensor (rows x cols; cols == 1 for vectors), `count` of them in the whole model;
 // `in_layers` when they repeat in the layers.
 struct Tensor {

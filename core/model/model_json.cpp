@@ -98,13 +98,19 @@ std::string default_of(const char* key, const json& defaults, std::string value)
     return defaults.contains(key) ? defaults[key].dump() : value;
 }
 
+ArchitectureKey row(const char* name, KeyType type, double lo = 0, double hi = 0, bool hi_open = false) {
+    ArchitectureKey k;
+    k.name = name, k.type = type, k.lo = lo, k.hi = hi, k.hi_open = hi_open;
+    return k;
+}
+
 std::vector<ArchitectureKey> build_architecture_keys() {
     const Architecture d;
     const json defaults = architecture_to_json(d);
     std::vector<ArchitectureKey> out;
     for (std::size_t i = 0; i < std::size(kIntFields); ++i) {
         const IntField& f = kIntFields[i];
-        ArchitectureKey k{f.key, KeyType::integer, double(f.lo), double(f.hi)};
+        ArchitectureKey k = row(f.key, KeyType::integer, double(f.lo), double(f.hi));
         k.doc = f.doc, k.required = i < kRequired, k.common = f.common;
         k.default_rule = k.required ? "required" : default_of(f.key, defaults, d.*f.member ? std::to_string(d.*f.member) : "none");
         out.push_back(k);
@@ -121,26 +127,26 @@ std::vector<ArchitectureKey> build_architecture_keys() {
         "RoPE, learned, ALiBi or none.", "Norms on the queries and keys: per head or across heads."};
     const bool choice_common[] = {false, true, true, true, true, false};
     for (std::size_t i = 0; i < std::size(choices); ++i) {
-        ArchitectureKey k{choices[i].first, KeyType::choice};
+        ArchitectureKey k = row(choices[i].first, KeyType::choice);
         k.choices = choices[i].second, k.doc = choice_docs[i], k.common = choice_common[i];
         k.default_rule = default_of(k.name, defaults, "\"none\"");
         out.push_back(k);
     }
-    ArchitectureKey bias{"bias", KeyType::boolean};
+    ArchitectureKey bias = row("bias", KeyType::boolean);
     bias.doc = "Biases on every projection (attention_bias and mlp_bias).", bias.common = true;
     bias.default_rule = default_of("bias", defaults, "false");
     out.push_back(bias);
-    ArchitectureKey dropout{"dropout", KeyType::number, 0, 1, true};
+    ArchitectureKey dropout = row("dropout", KeyType::number, 0, 1, true);
     dropout.doc = "Every dropout site but the MLP’s (residual, attention, embedding).", dropout.common = true;
     dropout.default_rule = default_of("dropout", defaults, "0");
     out.push_back(dropout);
     for (const BoolField& f : kBoolFields) {
-        ArchitectureKey k{f.key, KeyType::boolean};
+        ArchitectureKey k = row(f.key, KeyType::boolean);
         k.doc = f.doc, k.common = f.common, k.default_rule = default_of(f.key, defaults, d.*f.member ? "true" : "false");
         out.push_back(k);
     }
     for (const RealField& f : kRealFields) {
-        ArchitectureKey k{f.key, KeyType::number, f.lo, f.hi, f.hi_open};
+        ArchitectureKey k = row(f.key, KeyType::number, f.lo, f.hi, f.hi_open);
         k.doc = f.doc, k.default_rule = default_of(f.key, defaults, json(d.*f.member).dump());
         out.push_back(k);
     }

@@ -21,8 +21,8 @@ struct ChoiceView {
 };
 
 struct ArchitectureKey {
-    const char* name;
-    KeyType type;
+    const char* name = "";
+    KeyType type = KeyType::integer;
     double lo = 0, hi = 0;
     bool hi_open = false;
     std::vector<ChoiceView> choices;

@@ -143,17 +143,12 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     if (!s.pure_16bit && (c.precision == Precision::bf16_true || c.precision == Precision::fp16_true))
         err("precision", "DeepSpeed's bf16 and fp16 modes keep fp32 master weights: use \"bf16-mixed\" or \"16-mixed\"");
     if (c.finetune.method != FinetuneMethod::full) {
-        const std::vector<Linear> modules = adapter_linears(a);
+        const std::vector<std::string> modules = adapter_target_names(a);
         std::string names;
-        for (const Linear& l : modules)
-            if (names.find(l.name) == std::string::npos) names += (names.empty() ? "" : ", ") + l.name;
-        for (const std::string& t : c.finetune.targets) {
-            bool found = t == "all-linear" || t == a.family->head;
-            for (const Linear& l : modules) found = found || l.name == t;
-            if (!found)
-                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names +
-                                            ", " + a.family->head + ", all-linear");
-        }
+        for (const std::string& n : modules) names += (names.empty() ? "" : ", ") + n;
+        for (const std::string& t : c.finetune.targets)
+            if (std::find(modules.begin(), modules.end(), t) == modules.end())
+                err("finetune.targets", "this model has no module \"" + printable_key(t) + "\"; its projections: " + names);
     }
     if (c.gpus % (c.tp * c.pp * c.cp) != 0)
         err("gpus", "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tp x pp x cp (" +

@@ -345,7 +345,10 @@ json write_typed(const Key& k, const Config& c) {
         case K::f64: return *static_cast<const double*>(p);
         case K::flag: return *static_cast<const bool*>(p);
         case K::text: return *static_cast<const std::string*>(p);
-        case K::enumeration: return choice_of(k, k.value.get_enum(p))->name;
+        case K::enumeration: {
+            const ChoiceView* v = choice_of(k, k.value.get_enum(p));
+            return v ? json(v->name) : json();
+        }
         case K::architecture: return model_to_json(*static_cast<const Architecture*>(p));
         default: return nullptr;
     }
@@ -394,7 +397,7 @@ json write_key(const Key& k, const Config& c) {
             return e;
         }
         case Codec::targets: return c.finetune.targets;
-        case Codec::optional_dtype: return choice_of(k, int(*c.reward_dtype))->name;
+        case Codec::optional_dtype: return c.reward_dtype ? json(choice_of(k, int(*c.reward_dtype))->name) : json();
         default: return write_typed(k, c);
     }
 }
@@ -413,6 +416,49 @@ json config_to_json(const Config& c) {
     json out = json::object();
     for (const Key& k : config_keys())
         if (!k.parent && echoed(k, c)) out[k.name] = write_key(k, c);
+    return out;
+}
+
+namespace {
+
+// Gives a key the value a configuration without it would hold: Config{}'s member, then its rules.
+void unset(const Key& k, Config& c) {
+    static const Config blank;
+    using K = Binding::Kind;
+    switch (k.codec) {
+        case Codec::framework: c.framework = &framework_profile(Framework::hf); return;
+        case Codec::framework_version: c.framework = &framework_profile(c.framework->id), c.framework_version.clear(); return;
+        case Codec::finetune: c.finetune.method = FinetuneMethod::full; return;
+        case Codec::precision: c.fp8_recipe = Fp8Recipe::none; break;
+        case Codec::targets: c.finetune.targets = blank.finetune.targets; break;
+        case Codec::optional_dtype: c.reward_dtype.reset(); return;
+        default: break;
+    }
+    void* p = k.value.at ? k.value.at(c) : nullptr;
+    const void* b = k.value.at_const ? k.value.at_const(blank) : nullptr;
+    switch (k.value.kind) {
+        case K::u64: *static_cast<std::uint64_t*>(p) = *static_cast<const std::uint64_t*>(b); break;
+        case K::i32: *static_cast<int*>(p) = *static_cast<const int*>(b); break;
+        case K::f64: *static_cast<double*>(p) = *static_cast<const double*>(b); break;
+        case K::flag: *static_cast<bool*>(p) = *static_cast<const bool*>(b); break;
+        case K::text: *static_cast<std::string*>(p) = *static_cast<const std::string*>(b); break;
+        case K::enumeration: k.value.set_enum(p, k.value.get_enum(b)); break;
+        case K::architecture: *static_cast<Architecture*>(p) = *static_cast<const Architecture*>(b); break;
+        case K::none: break;
+    }
+}
+
+}  // namespace
+
+json key_defaults(const Config& c) {
+    json out = json::object();
+    for (const Key& k : config_keys()) {
+        Config d = c;
+        unset(k, d);
+        if (k.before) k.before(d);
+        if (k.late) k.late(d);
+        out[k.name] = write_key(k, d);
+    }
     return out;
 }
 

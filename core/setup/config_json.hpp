@@ -22,7 +22,9 @@ ParsedConfig parse_config(const nlohmann::json& value);
 
 // Every key with its value, defaults filled in: parse_config(config_to_json(c)) gives c back.
 nlohmann::json config_to_json(const Config&);
-nlohmann::json architecture_to_json(const Architecture&);
 nlohmann::json errors_to_json(const std::vector<FieldError>&);
+// Every key's default given the others' values: what it would hold were it not given (dotted names; the page's
+// followers and share links read it).
+nlohmann::json key_defaults(const Config&);
 
 }  // namespace vramcalc

@@ -212,7 +212,8 @@ std::vector<Key> build_keys() {
                           .range(1, 65536).when(lora).defaults("8")
                           .shown(G::finetune, "LoRA rank", "The adapters’ rank r: each adapted d_in x d_out weight adds r x (d_in + d_out) trainable parameters."));
     child("finetune", Row("finetune.targets", "targets", T::list).codec(Codec::targets)
-                          .when(lora).defaults("[\"q_proj\", \"v_proj\"] (LitGPT: query, value; torchtitan: wq, wv)")
+                          .first([](Config& c) { c.finetune.targets = default_adapter_targets(c.model); })
+                          .when(lora).defaults("the model’s query and value projections (PEFT’s default: q_proj and v_proj, LitGPT’s query and value, torchtitan’s wq and wv), else its fused one (c_attn, query_key_value, qkv_proj, Wqkv), else all-linear")
                           .shown(G::finetune, "LoRA target modules", "The model’s own module names (Llama’s q/k/v/o_proj, gate/up/down_proj; GPT-2’s c_attn/c_proj/c_fc; torchtune’s q_proj…output_proj, w1/w2/w3; LitGPT’s query/key/value/projection/mlp), the output projection by name (lm_head, output, head), or \"all-linear\"."));
     child("finetune", Row("finetune.dropout", "lora_dropout", T::number).bind(member<&Config::finetune, &Finetune::dropout>())
                           .range(0, 1, true).when(lora).defaults("0")

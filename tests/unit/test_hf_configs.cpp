@@ -12,6 +12,7 @@
 #include "model/architecture.hpp"
 #include "model/hf_config.hpp"
 #include "model/model_catalog.hpp"
+#include "model/model_json.hpp"
 #include "setup/config_json.hpp"
 
 using namespace vramcalc;
