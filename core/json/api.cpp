@@ -7,6 +7,7 @@
 #include "input/json_text.hpp"
 #include "json/report_json.hpp"
 #include "json/scenarios.hpp"
+#include "model/families.hpp"
 #include "model/model_catalog.hpp"
 #include "hardware/gpus.hpp"
 #include "model/model_json.hpp"
@@ -151,8 +152,13 @@ std::string schema_markdown_text() { return schema_markdown(); }
 ApiResult describe_json(const std::string& config_json) {
     const ParsedConfig p = parse_config(config_json);
     json errors = errors_to_json(p.errors)["errors"];
+    const Family& f = *p.config.model.family;
+    json roles = json::object();  // each role's module name in the model's code (a LoRA target's meaning)
+    for (const auto& [role, name] : {std::pair{"qkv", f.qkv}, {"q", f.q}, {"k", f.k}, {"v", f.v}, {"o", f.o}, {"gate", f.gate},
+                                     {"up", f.up}, {"down", f.down}, {"head", f.head}})
+        if (name) roles[role] = name;
     return {p.ok(), dump({{"defaults", key_defaults(p.config)}, {"modules", adapter_target_names(p.config.model)},
-                          {"errors", errors}})};
+                          {"roles", roles}, {"errors", errors}})};
 }
 
 }  // namespace vramcalc

@@ -113,6 +113,8 @@ std::vector<ArchitectureKey> build_architecture_keys() {
         ArchitectureKey k = row(f.key, KeyType::integer, double(f.lo), double(f.hi));
         k.doc = f.doc, k.required = i < kRequired, k.common = f.common;
         k.default_rule = k.required ? "required" : default_of(f.key, defaults, d.*f.member ? std::to_string(d.*f.member) : "none");
+        k.value = std::to_string(d.*f.member);
+        if (std::string(f.key) == "kv_heads") k.follows = "heads";
         out.push_back(k);
     }
     std::vector<ChoiceView> families, activations;
@@ -130,24 +132,33 @@ std::vector<ArchitectureKey> build_architecture_keys() {
         ArchitectureKey k = row(choices[i].first, KeyType::choice);
         k.choices = choices[i].second, k.doc = choice_docs[i], k.common = choice_common[i];
         k.default_rule = default_of(k.name, defaults, "\"none\"");
+        k.value = defaults.contains(k.name) ? defaults[k.name].dump() : "\"none\"";
+        if (std::string(k.name) == "activation") {
+            k.follows = "mlp";
+            for (const Choice<Mlp>& m : kMlp.items) k.by[m.name] = activation_cost(default_activation(m.value)).name;
+        }
         out.push_back(k);
     }
     ArchitectureKey bias = row("bias", KeyType::boolean);
     bias.doc = "Biases on every projection (attention_bias and mlp_bias).", bias.common = true;
     bias.default_rule = default_of("bias", defaults, "false");
+    bias.value = defaults.value("bias", false) ? "true" : "false";
     out.push_back(bias);
     ArchitectureKey dropout = row("dropout", KeyType::number, 0, 1, true);
     dropout.doc = "Every dropout site but the MLP’s (residual, attention, embedding).", dropout.common = true;
     dropout.default_rule = default_of("dropout", defaults, "0");
+    dropout.value = json(d.residual_dropout).dump();
     out.push_back(dropout);
     for (const BoolField& f : kBoolFields) {
         ArchitectureKey k = row(f.key, KeyType::boolean);
         k.doc = f.doc, k.common = f.common, k.default_rule = default_of(f.key, defaults, d.*f.member ? "true" : "false");
+        k.value = d.*f.member ? "true" : "false";
         out.push_back(k);
     }
     for (const RealField& f : kRealFields) {
         ArchitectureKey k = row(f.key, KeyType::number, f.lo, f.hi, f.hi_open);
         k.doc = f.doc, k.default_rule = default_of(f.key, defaults, json(d.*f.member).dump());
+        k.value = json(d.*f.member).dump();
         out.push_back(k);
     }
     return out;
@@ -182,7 +193,7 @@ void read_explicit_architecture(const json& obj, Architecture& a, const std::str
             r.fail("family", "must be one of " + module_families() + " (module names and modeling code), got " + show(*v));
     }
     r.choice("mlp", a.mlp, kMlp);
-    a.activation = a.mlp == Mlp::swiglu ? Activation::silu : a.mlp == Mlp::geglu ? Activation::gelu_tanh : Activation::gelu;
+    a.activation = default_activation(a.mlp);
     if (const json* v = r.find("activation")) {
         const ActivationCost* c = v->is_string() ? find_activation(v->get<std::string>()) : nullptr;
         if (c) a.activation = c->id;
@@ -207,6 +218,12 @@ void read_explicit_architecture(const json& obj, Architecture& a, const std::str
 }
 
 }  // namespace
+
+// transformers' configs: LlamaConfig's hidden_act "silu" (SwiGLU), GemmaConfig's "gelu_pytorch_tanh" (GeGLU), GPT-2's
+// and BERT-style plain MLPs' "gelu".
+Activation default_activation(Mlp m) {
+    return m == Mlp::swiglu ? Activation::silu : m == Mlp::geglu ? Activation::gelu_tanh : Activation::gelu;
+}
 
 const std::vector<ArchitectureKey>& architecture_keys() {
     static const std::vector<ArchitectureKey> keys = build_architecture_keys();

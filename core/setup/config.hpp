@@ -112,7 +112,7 @@ struct Config {
     std::uint64_t prompt_len = 0, completion_len = 0;
     std::uint64_t num_generations = 8;    // GRPO, RLOO: completions per prompt (RLOO's default: 2)
     InferenceEngine inference_engine = InferenceEngine::none;
-    double inference_gpu_share = 0;       // a colocated vLLM's gpu_memory_utilization
+    double inference_gpu_share = 0.3;     // a colocated vLLM's gpu_memory_utilization (TRL's default)
     bool inference_sleep_mode = false;    // a colocated vLLM frees its share between generations
     std::uint64_t steps_per_generation = 0;  // GRPO: optimizer steps' worth of completions generated at once (0: grad_accum)
     std::uint64_t num_iterations = 1;        // GRPO: updates per generation batch

@@ -228,9 +228,7 @@ void read_inference_engine(const Key& k, Reader& r, Context& x) {
         else if (*mode != "colocate")
             er.fail("mode", "must be \"colocate\" (on the training GPUs) or \"server\" (other GPUs), got " + show(*mode));
     }
-    if (c.inference_engine == InferenceEngine::vllm_colocate) {
-        c.inference_gpu_share = 0.3;  // TRL's vllm_gpu_memory_utilization default
-    } else {
+    if (c.inference_engine != InferenceEngine::vllm_colocate) {
         for (const char* key : {"gpu_memory_utilization", "sleep_mode"})
             if (er.has(key)) er.fail(key, "is the colocated engine's; a vLLM server runs on other GPUs");
     }
@@ -260,7 +258,8 @@ void read_model_key(const Key& k, Reader& r, Context& x) {
 
 void read_key(const Key& k, Reader& r, Context& x) {
     switch (k.codec) {
-        case Codec::typed: return read_typed(k, r, x.c);
+        case Codec::typed:
+        case Codec::fp8_recipe: return read_typed(k, r, x.c);
         case Codec::framework: return read_framework(k, r, x);
         case Codec::framework_version: return read_framework_version(k, r, x);
         case Codec::model: return read_model_key(k, r, x);
@@ -430,6 +429,9 @@ void unset(const Key& k, Config& c) {
         case Codec::framework_version: c.framework = &framework_profile(c.framework->id), c.framework_version.clear(); return;
         case Codec::finetune: c.finetune.method = FinetuneMethod::full; return;
         case Codec::precision: c.fp8_recipe = Fp8Recipe::none; break;
+        case Codec::fp8_recipe:  // the recipe fp8 takes when none is named
+            c.fp8_recipe = c.fp8_recipe == Fp8Recipe::none ? Fp8Recipe::none : Fp8Recipe::torchao_tensorwise;
+            return;
         case Codec::targets: c.finetune.targets = blank.finetune.targets; break;
         case Codec::optional_dtype: c.reward_dtype.reset(); return;
         default: break;

@@ -133,6 +133,8 @@ struct Row : Key {
     Row& first(void (*rule)(Config&)) { before = rule; return *this; }
     Row& last(void (*rule)(Config&)) { late = rule; return *this; }
     Row& defaults(std::string rule) { default_rule = std::move(rule); return *this; }
+    Row& after(std::vector<const char*> keys) { follows = std::move(keys); return *this; }
+    Row& profile() { from_profile = true; return *this; }
     Row& shown(KeyGroup g, const char* l, const char* d) { group = g, label = l, doc = d; return *this; }
 };
 
@@ -212,14 +214,14 @@ std::vector<Key> build_keys() {
                           .range(1, 65536).when(lora).defaults("8")
                           .shown(G::finetune, "LoRA rank", "The adapters’ rank r: each adapted d_in x d_out weight adds r x (d_in + d_out) trainable parameters."));
     child("finetune", Row("finetune.targets", "targets", T::list).codec(Codec::targets)
-                          .first([](Config& c) { c.finetune.targets = default_adapter_targets(c.model); })
+                          .first([](Config& c) { c.finetune.targets = default_adapter_targets(c.model); }).after({"model", "framework"})
                           .when(lora).defaults("the model’s query and value projections (PEFT’s default: q_proj and v_proj, LitGPT’s query and value, torchtitan’s wq and wv), else its fused one (c_attn, query_key_value, qkv_proj, Wqkv), else all-linear")
                           .shown(G::finetune, "LoRA target modules", "The model’s own module names (Llama’s q/k/v/o_proj, gate/up/down_proj; GPT-2’s c_attn/c_proj/c_fc; torchtune’s q_proj…output_proj, w1/w2/w3; LitGPT’s query/key/value/projection/mlp), the output projection by name (lm_head, output, head), or \"all-linear\"."));
     child("finetune", Row("finetune.dropout", "lora_dropout", T::number).bind(member<&Config::finetune, &Finetune::dropout>())
                           .range(0, 1, true).when(lora).defaults("0")
                           .shown(G::finetune, "LoRA dropout", "Dropout on the adapters’ input: above 0 each adapted layer also keeps its dropped input and a mask for backward."));
     add(Row("adapter_dtype", "adapter_dtype", T::choice).bind(member<&Config::adapter_dtype>()).pick(view(kAdapterDtype))
-            .first([](Config& c) { c.adapter_dtype = c.framework->adapter_dtype; }).when(lora)
+            .first([](Config& c) { c.adapter_dtype = c.framework->adapter_dtype; }).profile().when(lora)
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return to_string(p.adapter_dtype); }))
             .shown(G::finetune, "Adapter dtype", "The dtype of the LoRA weights, their gradients, states and inputs: fp32 (PEFT) doubles them under 16-bit training; base: the frozen weights’ dtype (LitGPT, torchtune)."));
     child("finetune", Row("finetune.backend", "backend", T::choice).bind(member<&Config::finetune, &Finetune::backend>())
@@ -242,7 +244,8 @@ std::vector<Key> build_keys() {
             .when(all({is("strategy", multi_gpu)}))
             .shown(G::parallelism, "GPUs in all", "Every GPU of the run: a multiple of tp x pp x cp; the data-parallel ranks are gpus / (tp x pp)."));
     add(Row("zero", "zero", T::integer).bind(member<&Config::zero>()).range(0, 3)
-            .first([](Config& c) { c.zero = strategy_traits(c.strategy).default_zero; }).when(all({is("strategy", staged)}))
+            .first([](Config& c) { c.zero = strategy_traits(c.strategy).default_zero; }).after({"strategy"})
+            .when(all({is("strategy", staged)}))
             .defaults("0 (fsdp: 3)")
             .shown(G::parallelism, "ZeRO stage / sharding", "DeepSpeed’s stage 0–3; FSDP’s 0 NO_SHARD, 2 SHARD_GRAD_OP, 3 FULL_SHARD; Megatron-LM’s 1: the distributed optimizer."));
     add(Row("tp", "tp", T::integer).bind(member<&Config::tp>()).range(1, 1024).when(meshed(true)).defaults("1")
@@ -253,6 +256,7 @@ std::vector<Key> build_keys() {
             .shown(G::parallelism, "Context parallel (cp)", "Each GPU holds seq_len / cp tokens of every sequence; needs flash attention and divides seq_len."));
     add(Row("sequence_parallel", "sequence_parallel", T::boolean).bind(member<&Config::sequence_parallel>())
             .first([](Config& c) { c.sequence_parallel = strategy_traits(c.strategy).pytorch_tensor_parallel && c.tp > 1; })
+            .after({"strategy", "tp"})
             .when(any({{is("strategy", {"megatron"})}, tp_plan.any[0]}))
             .defaults("true with PyTorch’s tensor parallelism (fsdp or ddp with tp > 1), else false")
             .shown(G::parallelism, "Sequence parallelism", "Norms, dropout and residuals on sequence shards (Megatron-LM’s flag; PyTorch’s tensor-parallel plan always does it)."));
@@ -263,24 +267,26 @@ std::vector<Key> build_keys() {
             .shown(G::parallelism, "Pipeline schedule", "How many micro-batches’ activations the first stage holds at once: 1F1B, GPipe (all), or interleaved 1F1B."));
     add(Row("pp_stages_per_rank", "pp_stages_per_rank", T::integer).bind(member<&Config::pp_stages_per_rank>()).range(1, 64)
             .first([](Config& c) { c.pp_stages_per_rank = c.pp_schedule == PipelineSchedule::interleaved_1f1b ? 2 : 1; })
+            .after({"pp_schedule"})
             .when(all({above("pp", 1)})).defaults("1 (interleaved-1f1b: 2)")
             .shown(G::parallelism, "Pipeline stages per GPU", "Model chunks (virtual stages) per GPU: above 1 with the interleaved schedule only."));
 
     add(Row("seq_len", "seq_len", T::integer).bind(member<&Config::seq_len>()).range(1, double(kMaxTokens))
-            .when(all({is("method", {"sft"})})).defaults("2048 (learned positions: at most the model’s; TRL: prompt_len + completion_len)")
+            .when(all({is("method", {"sft"})})).echoed(Echo::when_applies).defaults("2048 (learned positions: at most the model’s; TRL: prompt_len + completion_len)")
             .shown(G::basics, "Sequence length (tokens)", "Tokens per sequence; under TRL’s trainers the sequence is prompt_len + completion_len."));
     add(Row("micro_batch", "micro_batch", T::integer).bind(member<&Config::micro_batch>()).range(1, double(kMaxBatch)).defaults("1")
             .shown(G::basics, "Micro-batch per GPU", "Sequences per forward on each GPU; under TRL’s trainers pairs (DPO, IPO, ORPO, SimPO), examples (KTO), completions (GRPO, RLOO) or prompts (distillation, PPO)."));
     add(Row("grad_accum", "grad_accum", T::integer).bind(member<&Config::grad_accum>()).range(1, double(kMaxBatch)).defaults("1")
             .shown(G::batch, "Gradient accumulation steps", "Micro-batches per optimizer step: above 1 earlier micro-batches’ gradients stay live through the next forward, FSDP’s no_sync keeps every layer’s unsharded gradient, a pipeline keeps more micro-batches in flight."));
     add(Row("longest_batch_first", "longest_batch_first", T::boolean).bind(member<&Config::longest_batch_first>())
-            .first([](Config& c) { c.longest_batch_first = c.framework->longest_batch_first; })
+            .first([](Config& c) { c.longest_batch_first = c.framework->longest_batch_first; }).profile()
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.longest_batch_first ? "true" : "false"; }, "; lit-gpt from 2023-06-21 to 2024-02-29: true"))
             .shown(G::batch, "Longest batch comes first", "The loop runs the longest sample first (lit-gpt’s scripts, June 2023 to February 2024): the estimate is of that first micro-batch, with no gradients, optimizer states or previous step yet."));
 
     std::vector<ChoiceView> precisions = view(kPrecision);
     precisions.push_back({kFp8, kFp8Label, -1});
     add(Row("precision", "precision", T::choice).codec(Codec::precision).bind(member<&Config::precision>()).pick(precisions)
+            .profile().after({"finetune", "strategy", "method"})
             .first([](Config& c) {
                 for (const Choice<Precision>& p : kPrecision.items)
                     if (std::string(p.name) == c.framework->precision) c.precision = p.value;
@@ -295,7 +301,8 @@ std::vector<Key> build_keys() {
             })
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.precision; }, "; LoRA/QLoRA on one GPU or DDP with fp32 adapters, bf16-mixed: bf16-base-mixed"))
             .shown(G::precision, "Precision", "32-true; bf16/16-mixed (autocast over fp32 weights); bf16/16-true (everything 16-bit); the adapter recipe bf16/16-base-mixed (a 16-bit frozen base, fp32 adapters); fp8 (bf16 mixed whose linears compute in float8). Under DeepSpeed or Megatron-LM 16-bit mixed means 16-bit weights and gradients plus fp32 master weights."));
-    add(Row("fp8_recipe", "fp8_recipe", T::choice).bind(member<&Config::fp8_recipe>()).pick(view(kFp8Recipe))
+    add(Row("fp8_recipe", "fp8_recipe", T::choice).codec(Codec::fp8_recipe).bind(member<&Config::fp8_recipe>()).pick(view(kFp8Recipe))
+            .after({"precision"})
             .when(all({is("precision", {kFp8})}), true).echoed(Echo::when_applies).defaults("\"torchao-tensorwise\"")
             .shown(G::precision, "FP8 recipe", "torchao’s Float8Linear (tensorwise or rowwise scaling) saves its bf16 input and weight: FP8 speeds the matmuls, it does not shrink the activations. Transformer Engine (delayed or current scaling, read from its v2.18 source) saves 1-byte inputs and keeps fp8 weight copies."));
     add(Row("optimizer", "optimizer", T::choice).bind(member<&Config::optimizer>()).pick(view(kOptimizer)).defaults("\"adamw\"")
@@ -306,7 +313,7 @@ std::vector<Key> build_keys() {
             .shown(G::precision, "Optimizer step in backward", "Each gradient is applied and freed as backward produces it (torchtune’s optimizer_in_bwd): no full set of gradients."));
 
     add(Row("loss", "loss", T::choice).bind(member<&Config::loss>()).pick(view(kLoss))
-            .first([](Config& c) { c.loss = c.framework->loss; }).defaults(profile_default([](const FrameworkProfile& p) -> std::string { return to_string(p.loss); }))
+            .first([](Config& c) { c.loss = c.framework->loss; }).profile().defaults(profile_default([](const FrameworkProfile& p) -> std::string { return to_string(p.loss); }))
             .shown(G::savers, "Loss", "How the loss meets the logits: whole with an fp32 copy, a chunk at a time, a kernel over the 16-bit logits, or fused with lm_head (no logits kept)."));
     add(Row("loss_chunks", "loss_chunks", T::integer).bind(member<&Config::loss_chunks>()).range(1, double(kMaxTokens))
             .first([](Config& c) {
@@ -315,10 +322,12 @@ std::vector<Key> build_keys() {
                 if (c.framework->loss_chunks == 0)
                     c.loss_chunks = std::clamp<std::uint64_t>((c.micro_batch * c.seq_len + 127) / 128, 1, kMaxTokens);
             })
+            .profile().after({"micro_batch", "seq_len"})
             .when(all({is("loss", {"chunked"})})).defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.loss_chunks ? std::to_string(p.loss_chunks) : "one per 128 tokens"; }))
             .shown(G::savers, "Loss chunks", "Chunks of the loss: more chunks, smaller fp32 pieces of the logits alive at once."));
     add(Row("lm_head_chunks", "lm_head_chunks", T::boolean).bind(member<&Config::lm_head_chunks>())
             .first([](Config& c) { c.lm_head_chunks = c.framework->lm_head_chunks_for_lora && c.finetune.method != FinetuneMethod::full; })
+            .profile().after({"finetune"})
             .when(all({is("loss", {"chunked"})})).defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.lm_head_chunks_for_lora ? "true with LoRA" : "false"; }))
             .shown(G::savers, "Output projection per chunk", "lm_head runs per loss chunk too (LitGPT’s LoRA script), so backward holds one chunk’s logit gradients."));
     add(Row("checkpointing", "checkpointing", T::choice).codec(Codec::checkpointing).bind(member<&Config::checkpointing>())
@@ -326,6 +335,7 @@ std::vector<Key> build_keys() {
             // TRL's configs default gradient_checkpointing to True (trl/trainer/base_config.py _BaseConfig); TRL 1.12's
             // PPOTrainer never applies it.
             .last([](Config& c) { if (is_trl(c) && c.method != TrainingMethod::ppo) c.checkpointing = Checkpointing::full; })
+            .after({"method"})
             .defaults("\"none\" (TRL’s trainers but PPO: \"full\")")
             .shown(G::savers, "Activation checkpointing", "none; selective (Megatron-LM’s: attention scores recomputed); selective-op (torchtitan’s per-op policy); full; or {\"mode\": \"layers\", \"every\": N} (every N-th layer)."));
     child("checkpointing", Row("checkpointing.every", "", T::integer).bind(member<&Config::checkpoint_every>())
@@ -339,11 +349,12 @@ std::vector<Key> build_keys() {
             .when(all({is("strategy", offloading)})).defaults("\"none\"")
             .shown(G::savers, "Offload to CPU", "DeepSpeed ZeRO-Offload (the optimizer from stage 1, its parameters at stage 3) or FSDP CPU offload (parameters, gradients and the step)."));
     add(Row("fsdp_version", "fsdp_version", T::integer).bind(member<&Config::fsdp_version>()).range(1, 2)
-            .first([](Config& c) { c.fsdp_version = c.framework->fsdp_version; }).when(all({is("strategy", {"fsdp"})}))
+            .pick({{"1", "FSDP 1 (FullyShardedDataParallel)", 1}, {"2", "FSDP 2 (fully_shard)", 2}})
+            .first([](Config& c) { c.fsdp_version = c.framework->fsdp_version; }).profile().when(all({is("strategy", {"fsdp"})}))
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return std::to_string(p.fsdp_version); }, "; hf before transformers 5.10: 1"))
             .shown(G::parallelism, "FSDP version", "FSDP 1 (FullyShardedDataParallel) or FSDP 2 (fully_shard)."));
     add(Row("fsdp_wrap", "fsdp_wrap", T::choice).bind(member<&Config::fsdp_wrap>()).pick(view(kFsdpWrap))
-            .first([](Config& c) { c.fsdp_wrap = c.framework->fsdp_wrap; })
+            .first([](Config& c) { c.fsdp_wrap = c.framework->fsdp_wrap; }).profile()
             .when(all({is("strategy", {"fsdp"}), is("finetune", adapters)}))
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return to_string(p.fsdp_wrap); }))
             .shown(G::parallelism, "FSDP units under LoRA", "Adapters in their own units (PEFT’s policy, as transformers’ Trainer installs it), or one unit per decoder layer: FSDP 1 then saves and keeps gradients as for full fine-tuning."));
@@ -366,7 +377,7 @@ std::vector<Key> build_keys() {
         Row r(rates[i].first, "", T::number);
         r.bind(rates[i].second).range(0, 1e6).echoed(Echo::when_set).defaults(i == 1 ? "bf16_tflops" : "0 (unknown)")
             .shown(G::none, rates[i].first + 4, rate_docs[i]);
-        if (i == 1) r.first([](Config& c) { c.gpu.fp16_tflops = c.gpu.bf16_tflops; });
+        if (i == 1) r.first([](Config& c) { c.gpu.fp16_tflops = c.gpu.bf16_tflops; }).after({"gpu.bf16_tflops"});
         child("gpu", std::move(r));
     }
     add(Row("device", "device", T::choice).bind(member<&Config::device>()).pick(view(kDevice)).defaults("\"cuda\"")
@@ -386,6 +397,7 @@ std::vector<Key> build_keys() {
                 if (method_traits(c.method).reference_by_default)
                     c.reference = c.finetune.method == FinetuneMethod::full ? Reference::model : Reference::base_without_adapters;
             })
+            .after({"method", "finetune"})
             .when(all({is("method", referenced)})).echoed(Echo::when_applies)
             .defaults("DPO/IPO/KTO/RLOO/PPO: model (full) or base-without-adapters (LoRA); others: none")
             .shown(G::method, "Reference log-probabilities", "A second model in the policy’s load dtype, the policy with its adapters off (LoRA), log-probs precomputed before training, or none (GRPO’s beta 0)."));
@@ -396,7 +408,7 @@ std::vector<Key> build_keys() {
             .when(all({is("method", trl)})).echoed(Echo::when_applies).defaults("required")
             .shown(G::basics, "Completion tokens", "The completion’s tokens; a pair’s chosen and rejected each (DPO, IPO, ORPO, SimPO)."));
     add(Row("num_generations", "num_generations", T::integer).bind(member<&Config::num_generations>()).range(1, double(kMaxBatch))
-            .first([](Config& c) { if (c.method == TrainingMethod::rloo) c.num_generations = 2; })  // RLOOConfig's default
+            .first([](Config& c) { if (c.method == TrainingMethod::rloo) c.num_generations = 2; }).after({"method"})  // RLOOConfig's
             .when(all({is("method", grouped)}), true).echoed(Echo::when_applies).defaults("8 (RLOO: 2)")
             .shown(G::method, "Generations per prompt", "GRPO’s and RLOO’s completions per prompt: must divide the completions of a generation."));
     add(Row("inference_engine", "vllm", T::choice).codec(Codec::inference_engine).bind(member<&Config::inference_engine>())
@@ -412,7 +424,7 @@ std::vector<Key> build_keys() {
     add(Row("steps_per_generation", "steps_per_generation", T::integer).bind(member<&Config::steps_per_generation>())
             .range(1, double(kMaxBatch))
             // TRL's GRPOConfig and RLOOConfig: steps_per_generation defaults to gradient_accumulation_steps.
-            .first([](Config& c) { c.steps_per_generation = c.grad_accum; })
+            .first([](Config& c) { c.steps_per_generation = c.grad_accum; }).after({"grad_accum"})
             .when(all({is("method", grouped)}), true).echoed(Echo::when_applies).defaults("grad_accum")
             .shown(G::method, "Steps per generation", "Micro-batches’ completions generated at once (TRL’s default: the accumulation steps): the KV cache grows with it."));
     add(Row("num_iterations", "num_iterations", T::integer).bind(member<&Config::num_iterations>()).range(1, double(kMaxBatch))
@@ -438,10 +450,10 @@ std::vector<Key> build_keys() {
             .when(ppo, true).echoed(Echo::when_applies).defaults("1")
             .shown(G::method, "Mini-batches per rollout", "The rollout is micro_batch x grad_accum x num_mini_batches prompts; generate’s fp32 scores of the whole rollout stay live through the update."));
     add(Row("value_model", "value_model", T::model).codec(Codec::model).bind(member<&Config::value_model>())
-            .first([](Config& c) { c.value_model = c.model; }).when(ppo, true).echoed(Echo::when_applies).defaults("the policy’s model")
+            .first([](Config& c) { c.value_model = c.model; }).after({"model"}).when(ppo, true).echoed(Echo::when_applies).defaults("the policy’s model")
             .shown(G::method, "Value model", "The critic (a 1-output score head on a backbone), trained whole beside the policy in its precision and optimizer."));
     add(Row("reward_model", "reward_model", T::model).codec(Codec::model).bind(member<&Config::reward_model>())
-            .first([](Config& c) { c.reward_model = c.model; }).when(ppo, true).echoed(Echo::when_applies).defaults("the policy’s model")
+            .first([](Config& c) { c.reward_model = c.model; }).after({"model"}).when(ppo, true).echoed(Echo::when_applies).defaults("the policy’s model")
             .shown(G::method, "Reward model", "Frozen: it scores each rollout’s completions, no gradients."));
     add(Row("reward_dtype", "reward_dtype", T::choice).codec(Codec::optional_dtype).pick(view(kDtype)).when(ppo, true)
             .echoed(Echo::when_set).defaults("the policy’s weight dtype")
@@ -620,6 +632,9 @@ json schema_json() {
         bounds_json(j, k.type, k.lo, k.hi, k.hi_open);
         if (!k.choices.empty()) j["choices"] = choices_json(k.choices);
         if (!k.applies.always()) j["applies"] = condition_json(k.applies);
+        j["echo"] = k.echo == Echo::always ? "always" : k.echo == Echo::when_applies ? "when_applies" : "when_set";
+        if (!k.follows.empty()) j["follows"] = k.follows;
+        if (k.from_profile) j["profile"] = true;
         if (k.strict) j["strict"] = true;
         if (k.required) j["required"] = true;
         if (k.parent) j["parent"] = config_keys()[k.parent - 1].name;
@@ -627,11 +642,14 @@ json schema_json() {
     }
     json architecture = json::array();
     for (const ArchitectureKey& k : architecture_keys()) {
-        json j = {{"name", k.name}, {"type", to_string(k.type)}, {"default", k.default_rule}, {"doc", k.doc}};
+        json j = {{"name", k.name}, {"type", to_string(k.type)}, {"default", k.default_rule}, {"doc", k.doc},
+                  {"value", json::parse(k.value)}};
         bounds_json(j, k.type, k.lo, k.hi, k.hi_open);
         if (!k.choices.empty()) j["choices"] = choices_json(k.choices);
         if (k.required) j["required"] = true;
         if (k.common) j["common"] = true;
+        if (*k.follows) j["follows"] = k.follows;
+        if (!k.by.empty()) j["by"] = k.by;
         architecture.push_back(j);
     }
     return {{"groups", groups}, {"keys", keys}, {"architecture", architecture}};

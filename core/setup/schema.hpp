@@ -20,7 +20,7 @@ namespace vramcalc {
 // is a string or an object, a catalog lookup, a validated release string).
 enum class Codec {
     typed, framework, framework_version, model, precision, finetune, checkpointing, gpu, gpu_name, inference_engine,
-    release, targets, optional_dtype
+    release, targets, optional_dtype, fp8_recipe
 };
 
 // When config_to_json echoes a key (an object's members: inside their object): always, when it applies, or when it
@@ -89,6 +89,8 @@ struct Key {
     void (*before)(Config&) = nullptr;  // sets the default before the key is read (from the keys above it)
     void (*late)(Config&) = nullptr;    // sets the default after every key, when the key was not given
     std::string default_rule;           // the default in words
+    std::vector<const char*> follows;   // the keys its default depends on (besides the framework's profile)
+    bool from_profile = false;          // its default is the framework profile's
     const char* label = "";
     const char* doc = "";
     KeyGroup group = KeyGroup::none;
