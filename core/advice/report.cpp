@@ -257,7 +257,7 @@ Report make_report(const Config& c) {
         warn("seq_len exceeds the model's max_position_embeddings (" + std::to_string(a.max_positions) + ")");
     if (c.optimizer_impl != OptimizerImpl::foreach && c.optimizer != Optimizer::adamw)
         warn("optimizer_impl is modelled for adamw only");
-    // DeepSpeed 0.19.8 runtime/engine.py _configure_basic_optimizer; Megatron-LM core_v0.15.3 optimizer/__init__.py.
+    // DeepSpeed 0.19.8 runtime/engine.py _configure_basic_optimizer; Megatron-LM core_v0.15.3 core/optimizer/__init__.py.
     if (c.optimizer == Optimizer::adamw && (c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron))
         warn(std::string(c.strategy == Strategy::deepspeed ? "DeepSpeed steps AdamW with its own FusedAdam (DeepSpeedCPUAdam with offload)"
                                                            : "Megatron-LM steps AdamW with its own fused Adam") +

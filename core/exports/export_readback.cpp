@@ -209,7 +209,8 @@ std::uint64_t launch_processes(const std::vector<std::string>& words) {
 // ---------------------------------------------------------------- transformers' TrainingArguments, TRL's configs
 
 // The config classes the Trainer and TRL's trainers take: the method each trains and gradient_checkpointing's default
-// (transformers 5.18 TrainingArguments: False; TRL 1.16 trl/trainer/base_config.py: True; TRL 1.12's PPOConfig: False).
+// as the trainer applies it (transformers 5.18 TrainingArguments: False; TRL 1.16 trl/trainer/base_config.py: True;
+// TRL 1.12's PPOConfig says True, which its PPOTrainer never applies: experimental/ppo/ppo_trainer.py).
 struct ArgumentsClass {
     const char *name, *method;
     bool checkpointing_default;

@@ -165,9 +165,10 @@ json deepspeed_config(const Config& c) {
     if (c.optimizer == Optimizer::adamw)
         ds["optimizer"] = {{"type", "AdamW"},
                            {"params", {{"lr", kLearningRate}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", kWeightDecay}}}};
-    else
+    else {
         ds["zero_allow_untested_optimizer"] = true;
-    if (c.optimizer != Optimizer::adamw && c.offload != Offload::none) ds["zero_force_ds_cpu_optimizer"] = false;
+        if (c.offload != Offload::none) ds["zero_force_ds_cpu_optimizer"] = false;
+    }
     if (c.checkpointing != Checkpointing::none)
         ds["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
     return ds;
