@@ -175,7 +175,6 @@ json value_of(const json& e) {
     if (!dotted_name(e).empty()) return {{"name", dotted_name(e)}};
     return e;
 }
-std::string name_value(const json& e) { return dotted_name(e); }
 
 // `target = value` statements at the top level, by target name.
 json top_assignments(const json& statements) {
@@ -318,13 +317,13 @@ void training_arguments(const Export& e, const std::vector<Export>& all, const A
     // The model: from_pretrained(**model_kwargs), quantized by a BitsAndBytesConfig (transformers 5.18 bnb 4-bit:
     // llm_int8_skip_modules None keeps the output layer unquantized, a list replaces that).
     json model = vars.contains("model_kwargs") && vars["model_kwargs"].contains("call") ? vars["model_kwargs"]["kwargs"] : json::object();
-    const std::string weights = short_dtype(name_value(get_or(model, "dtype", json())));
+    const std::string weights = short_dtype(dotted_name(get_or(model, "dtype", json())));
     const std::string attention = text(model, "attn_implementation");
     if (weights.empty() || (attention != "sdpa" && attention != "eager")) r.errors.push_back("model_kwargs: dtype and attn_implementation");
     r.keys["attention"] = attention == "eager" ? "eager" : "flash";
     json bnb;
     if (model.contains("quantization_config")) {
-        const std::string var = name_value(model["quantization_config"]);
+        const std::string var = dotted_name(model["quantization_config"]);
         if (!vars.contains(var) || dotted_name(get_or(vars[var], "call", json())) != "BitsAndBytesConfig")
             return r.errors.push_back("quantization_config is not a BitsAndBytesConfig");
         bnb = json::object();
@@ -530,7 +529,7 @@ void torchrun(const Export& e, const Architecture& a, Readback& r) {
         r.keys["strategy"] = "fsdp", r.keys["fsdp_version"] = 2;
         const bool replicated = kw.contains("mesh");  // (N, 1): a replicate dimension and shards of one (HSDP)
         if (replicated) {
-            const json mesh = get_or(vars, name_value(kw["mesh"]), json());
+            const json mesh = get_or(vars, dotted_name(kw["mesh"]), json());
             const json shape = mesh.is_object() && mesh.contains("call") && mesh["args"].size() > 1 ? value_of(mesh["args"][1]) : json();
             if (!shape.is_array() || shape.size() != 2 || shape[1] != 1) r.errors.push_back("the device mesh is not (GPUs, 1)");
         }

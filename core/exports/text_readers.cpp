@@ -137,7 +137,7 @@ std::vector<std::vector<std::string>> shell_commands(const std::string& text) {
 namespace {
 
 struct Token {
-    enum Kind { name, number, string, op, end } kind;
+    enum Kind { name, number, string, op } kind;
     std::string text;
 };
 
@@ -375,7 +375,6 @@ private:
                 }
                 --i_;
                 return fail("unexpected");
-            case Token::end: break;
         }
         return fail("unexpected");
     }
