@@ -258,8 +258,11 @@ Report make_report(const Config& c) {
         warn("seq_len exceeds the model's max_position_embeddings (" + std::to_string(a.max_positions) + ")");
     if (c.optimizer_impl != OptimizerImpl::foreach && c.optimizer != Optimizer::adamw)
         warn("optimizer_impl is modelled for adamw only");
-    if (c.optimizer_impl != OptimizerImpl::foreach && (c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron))
-        warn("DeepSpeed and Megatron-LM step with their own fused optimizers: optimizer_impl does not apply");
+    // DeepSpeed 0.19.8 runtime/engine.py _configure_basic_optimizer; Megatron-LM core_v0.15.3 core/optimizer/__init__.py.
+    if (c.optimizer == Optimizer::adamw && (c.strategy == Strategy::deepspeed || c.strategy == Strategy::megatron))
+        warn(std::string(c.strategy == Strategy::deepspeed ? "DeepSpeed steps AdamW with its own FusedAdam (DeepSpeedCPUAdam with offload)"
+                                                           : "Megatron-LM steps AdamW with its own fused Adam") +
+             ", as its export launches it: estimated as fused, whatever optimizer_impl says");
     if ((c.optimizer == Optimizer::adamw_8bit || paged(c.optimizer)) && c.offload != Offload::none)
         warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
     // Only where what trains is 16-bit (PEFT keeps fp32 adapters over a 16-bit base).

@@ -39,7 +39,10 @@ bool whole_layers(const Config& c) {
 }
 bool checkpointed(const Config& c) { return c.checkpointing == Checkpointing::full; }
 // Knobs only some stacks have: an export of a stack without them would describe another run.
-bool stack_extras(const Config& c) { return c.activation_offload || c.optimizer_in_backward || c.longest_batch_first; }
+// (float8 training: no export converts the linears.)
+bool stack_extras(const Config& c) {
+    return c.activation_offload || c.optimizer_in_backward || c.longest_batch_first || c.fp8_recipe != Fp8Recipe::none;
+}
 
 std::string model_id(const Config& c) { return model_id(c.model); }
 
@@ -113,11 +116,12 @@ std::string lowercase(std::string s) {
     return s;
 }
 
-// LoRA targets as a list of module names; "all-linear" alone stays PEFT's special value, and is spelled out when
-// the output projection joins it (PEFT's "all-linear" leaves that out).
-std::string peft_targets(const Config& c) {
+// LoRA targets as a list of module names; "all-linear" alone stays PEFT's special value for a transformers model, and
+// is spelled out when the output projection joins it or the model is a plain nn.Module: PEFT 0.21's "all-linear"
+// leaves the output layer out of a PreTrainedModel only (tuners/tuners_utils.py _maybe_include_all_linear_layers).
+std::string peft_targets(const Config& c, bool pretrained_model) {
     const std::vector<std::string>& t = c.finetune.targets;
-    if (t.size() == 1 && t[0] == "all-linear") return str("all-linear");
+    if (pretrained_model && t.size() == 1 && t[0] == "all-linear") return str("all-linear");
     std::vector<std::string> names;
     for (const std::string& name : t)
         if (name != "all-linear" && !has(names, name)) names.push_back(name);
@@ -153,16 +157,25 @@ json deepspeed_config(const Config& c) {
     if (c.offload != Offload::none) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
     if (c.offload == Offload::optimizer_and_params) zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
     ds["zero_optimization"] = zero;
+    // AdamW: DeepSpeed's own, FusedAdam on the GPU or DeepSpeedCPUAdam on offloaded partitions (0.19.8
+    // runtime/engine.py _configure_basic_optimizer), as the estimate steps it. Any other optimizer is the Trainer's,
+    // handed over as a client optimizer: ZeRO takes one it has not tested only when allowed, and with offload steps it
+    // on the CPU partitions only when not forced to its CPU Adam (engine.py _configure_optimizer raises, accelerate
+    // 1.15's _prepare_deepspeed swaps in DeepSpeedCPUAdam).
     if (c.optimizer == Optimizer::adamw)
         ds["optimizer"] = {{"type", "AdamW"},
                            {"params", {{"lr", kLearningRate}, {"betas", {0.9, 0.999}}, {"eps", 1e-8}, {"weight_decay", kWeightDecay}}}};
+    else {
+        ds["zero_allow_untested_optimizer"] = true;
+        if (c.offload != Offload::none) ds["zero_force_ds_cpu_optimizer"] = false;
+    }
     if (c.checkpointing != Checkpointing::none)
         ds["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
     return ds;
 }
 
 std::optional<std::string> deepspeed_file(const Config& c) {
-    if (c.strategy != Strategy::deepspeed || !generic_stack(c)) return {};
+    if (c.strategy != Strategy::deepspeed || !generic_stack(c) || stack_extras(c)) return {};
     return deepspeed_config(c).dump(2) + "\n";
 }
 
@@ -180,15 +193,10 @@ std::optional<std::string> accelerate_config(const Config& c) {
     if (checkpointed(c) && c.strategy != Strategy::fsdp) y += "# train.py calls model.gradient_checkpointing_enable()\n";
     y += "compute_environment: LOCAL_MACHINE\ndebug: false\n";
     y += std::string("distributed_type: ") + distributed[int(c.strategy)] + "\n";
-    if (c.strategy == Strategy::deepspeed) {
-        const char* optimizer_device = c.offload == Offload::none ? "none" : "cpu";
-        const char* param_device = c.offload == Offload::optimizer_and_params ? "cpu" : "none";
-        y += "deepspeed_config:\n  gradient_accumulation_steps: " + n(c.grad_accum) +
-             "\n  gradient_clipping: " + num(kGradientClipping) + "\n  offload_optimizer_device: " + optimizer_device +
-             "\n  offload_param_device: " + param_device + "\n  zero3_init_flag: " + lower(c.zero == 3) + "\n";
-        if (c.zero == 3) y += "  zero3_save_16bit_model: true\n";
-        y += "  zero_stage: " + n(std::uint64_t(c.zero)) + "\n";
-    }
+    // DeepSpeed runs from ds_config.json (its optimizer and flags are in no accelerate key); the file's keys and
+    // mixed_precision then must not be given here (utils/dataclasses.py DeepSpeedPlugin._deepspeed_config_checks).
+    if (c.strategy == Strategy::deepspeed)
+        y += std::string("deepspeed_config:\n  deepspeed_config_file: ds_config.json\n  zero3_init_flag: ") + lower(c.zero == 3) + "\n";
     if (c.strategy == Strategy::fsdp) {
         const bool v1 = c.fsdp_version == 1;
         y += std::string("fsdp_config:\n  fsdp_activation_checkpointing: ") + lower(checkpointed(c)) +
@@ -204,7 +212,8 @@ std::optional<std::string> accelerate_config(const Config& c) {
     }
     if (c.compile) y += "dynamo_config:\n  dynamo_backend: INDUCTOR\n";  // utils/dataclasses.py DynamoBackend
     y += "enable_cpu_affinity: false\ngpu_ids: all\nmachine_rank: 0\nmain_training_function: main\n";
-    y += std::string("mixed_precision: ") + names(c.precision).accelerate + "\nnum_machines: 1\nnum_processes: " + n(c.gpus) +
+    if (c.strategy != Strategy::deepspeed) y += std::string("mixed_precision: ") + names(c.precision).accelerate + "\n";
+    y += "num_machines: 1\nnum_processes: " + n(c.gpus) +
          "\nrdzv_backend: static\nsame_network: true\nuse_cpu: false\n";
     return y;
 }
@@ -250,7 +259,7 @@ std::optional<std::string> training_arguments(const Config& c) {
     s += "# model = AutoModelForCausalLM.from_pretrained(" + (id.empty() ? std::string("\"path/to/model\"") : str(id)) + ", **model_kwargs)\n";
     if (qlora(c)) s += "# model = prepare_model_for_kbit_training(model)\n";
     if (lora(c)) {
-        s += "lora_config = LoraConfig(r=" + n(c.finetune.rank) + ", target_modules=" + peft_targets(c) +
+        s += "lora_config = LoraConfig(r=" + n(c.finetune.rank) + ", target_modules=" + peft_targets(c, true) +
              ", lora_dropout=" + num(c.finetune.dropout) + ", task_type=\"CAUSAL_LM\")\n";
         s += c.adapter_dtype == AdapterDtype::fp32 ? "# model = get_peft_model(model, lora_config)\n"
                                                    : "# model = get_peft_model(model, lora_config, autocast_adapter_dtype=False)\n";
@@ -317,7 +326,7 @@ std::optional<std::string> torchrun_script(const Config& c) {
              std::string(c.checkpoint_every > 1 ? "    if (i + 1) % " + n(c.checkpoint_every) + " == 0:\n        " : "    ") +
              "model.layers[i] = checkpoint_wrapper(layer)\n";
     if (lora(c))
-        s += "model = get_peft_model(model, LoraConfig(r=" + n(c.finetune.rank) + ", target_modules=" + peft_targets(c) +
+        s += "model = get_peft_model(model, LoraConfig(r=" + n(c.finetune.rank) + ", target_modules=" + peft_targets(c, false) +
              ", lora_dropout=" + num(c.finetune.dropout) + ")" + (c.adapter_dtype == AdapterDtype::base ? ", autocast_adapter_dtype=False" : "") + ")\n";
     if (!fsdp) s += "model = DistributedDataParallel(model.cuda(), device_ids=[local_rank])\n";
     const bool offload = c.offload == Offload::optimizer_and_params;
@@ -460,6 +469,7 @@ std::optional<std::string> torchtune_command(const Config& c) {
     const OptimizerName* optimizer = find_optimizer(kTorchOptimizers, c);
     const char* dtype = names(c.precision).torchtune;
     if (!uses(c, Framework::torchtune) || !current_release(c) || !m || !dtype || !whole_layers(c) || !optimizer ||
+        c.fp8_recipe != Fp8Recipe::none ||
         (c.strategy != Strategy::single && !distributed) || !no_model_parallel(c) || c.longest_batch_first ||
         (distributed && (c.fsdp_version != 2 || c.zero == 0 || (lora(c) && c.fsdp_wrap != FsdpWrap::layers))) ||
         (c.activation_offload && !checkpointed(c)) || (c.optimizer_in_backward && (lora(c) || c.grad_accum > 1)) ||

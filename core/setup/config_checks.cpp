@@ -177,6 +177,13 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
         err("finetune.backend", "the quantization back end applies to QLoRA only");
     if (c.finetune.method == FinetuneMethod::qlora && s.own_model_code)
         err("finetune", "QLoRA is not available with Megatron-LM");
+    // ZeRO-Offload steps the fp32 partitions on the CPU; bitsandbytes' optimizers step CUDA tensors, and accelerate
+    // 1.15 (_prepare_deepspeed) replaces a client optimizer there with DeepSpeedCPUAdam: not the run estimated.
+    const bool bitsandbytes_optimizer = c.optimizer == Optimizer::adamw_8bit || paged(c.optimizer) || c.optimizer == Optimizer::lion;
+    if (c.strategy == Strategy::deepspeed && c.offload != Offload::none && bitsandbytes_optimizer)
+        err("optimizer", std::string("\"") + to_string(c.optimizer) +
+                             "\" is a bitsandbytes optimizer, which cannot step ZeRO-Offload's CPU partitions: use \"adamw\" "
+                             "(DeepSpeedCPUAdam), \"sgd\", \"sgd-momentum\" or \"adafactor\", or offload \"none\"");
 }
 
 }  // namespace vramcalc

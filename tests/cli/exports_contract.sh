@@ -41,4 +41,13 @@ check "megatron: the launcher line and its flags" \
 check "torchtune: tune run with the recipe" \
   'echo "{\"framework\":\"torchtune\",\"model\":\"llama-3.1-8b\",\"finetune\":{\"method\":\"lora\",\"targets\":[\"q_proj\",\"v_proj\"]}}" | "$cli" export torchtune - | grep -q "^tune run lora_finetune_single_device --config llama3_1/8B_lora_single_device"'
 check "missing file exits 2" '"$cli" export deepspeed /no/such/file 2>/dev/null; [ $? -eq 2 ]'
+
+# Every export of tests/data/exports/configs.json was loaded by its library, for its current text.
+check "every export has a passing, current record in validated.jsonl" \
+  'python3 "$(dirname "$0")/../data/exports/check_validated.py" "$cli"'
+
+out=$(echo '{"strategy":"deepspeed","zero":2,"offload":"optimizer","optimizer":"adamw-8bit"}' | "$cli" exports - 2>&1 >/dev/null); rc=$?
+check "a bitsandbytes optimizer on ZeRO-Offload is refused, naming it" '[ $rc -eq 2 ] && grep -q "^error: optimizer: \"adamw-8bit\" is a bitsandbytes optimizer" <<<"$out"'
+out=$(echo '{"strategy":"deepspeed","zero":2,"offload":"optimizer","optimizer":"sgd","gpus":2}' | "$cli" export deepspeed -)
+check "DeepSpeed keeps the Trainer's SGD on offloaded partitions" 'grep -q "\"zero_force_ds_cpu_optimizer\": false" <<<"$out" && ! grep -q "\"optimizer\"" <<<"$out"'
 exit $fail
