@@ -42,6 +42,7 @@ json expected_keys(const Config& c) {
             e.erase(nested);
         }
     if (c.finetune.method != FinetuneMethod::full) e["finetune.targets"] = adapted_modules(c);
+    e["seq_len"] = c.seq_len;  // under TRL's trainers prompt_len + completion_len, which the echo gives instead
     return e;
 }
 
