@@ -12,6 +12,9 @@
 namespace {
 
 std::string estimate(const std::string& config_json) { return vramcalc::estimate_json(config_json).json; }
+std::string answer(const std::string& config_json) { return vramcalc::estimate_json(config_json, false).json; }
+std::string evidence(const std::string& config_json) { return vramcalc::evidence_json(config_json).json; }
+std::string models() { return vramcalc::models_json(); }
 std::string sweep(const std::string& request_json) { return vramcalc::sweep_json(request_json).json; }
 std::string deepspeed_config(const std::string& config_json) { return vramcalc::deepspeed_json(config_json).json; }
 std::string exports(const std::string& config_json) { return vramcalc::exports_json(config_json).json; }
@@ -30,6 +33,9 @@ double bench_estimates(const std::string& config_json, double seconds) {
 
 EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("estimate", &estimate);
+    emscripten::function("answer", &answer);
+    emscripten::function("evidence", &evidence);
+    emscripten::function("models", &models);
     emscripten::function("sweep", &sweep);
     emscripten::function("deepspeedConfig", &deepspeed_config);
     emscripten::function("exports", &exports);

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "evidence/evidence.hpp"
 #include "exports/exports.hpp"
 #include "input/json_text.hpp"
 #include "json/report_json.hpp"
+#include "memory/estimate.hpp"
 #include "json/scenarios.hpp"
 #include "model/families.hpp"
 #include "model/model_catalog.hpp"
@@ -52,10 +54,16 @@ bool read_axis(const json& request, const char* key, std::uint64_t fallback, std
 
 }  // namespace
 
-ApiResult estimate_json(const std::string& config_json) {
+ApiResult estimate_json(const std::string& config_json, bool with_evidence) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);
-    return {true, dump(report_to_json(make_report(p.config)))};
+    return {true, dump(report_to_json(make_report(p.config), with_evidence))};
+}
+
+ApiResult evidence_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    return {true, dump({{"evidence", evidence_for(p.config, estimate_memory(p.config))}})};
 }
 
 ApiResult deepspeed_json(const std::string& config_json) {
@@ -118,6 +126,23 @@ ApiResult sweep_json(const std::string& request_json) {
     return {true, dump(out)};
 }
 
+std::string models_json() {
+    static const std::string cached = [] {
+        json models = json::array(), catalog = json::array(), gpus = json::array();
+        for (const ModelPreset& m : model_presets())
+            models.push_back({{"id", m.arch.id}, {"name", m.name}, {"parameters", total_params(m.arch)},
+                              {"architecture", architecture_to_json(m.arch)}});
+        for (const CatalogModel& m : model_catalog()) {
+            const json hf = json::parse(m.config, nullptr, false);
+            catalog.push_back({{"id", m.id}, {"model_type", hf.is_object() ? hf.value("model_type", "") : ""}});
+        }
+        for (const Gpu& g : gpu_catalog())
+            gpus.push_back({{"id", g.id}, {"name", g.name}, {"memory_gib", g.memory_gib}});
+        return dump({{"models", models}, {"catalog", catalog}, {"gpus", gpus}});
+    }();
+    return cached;
+}
+
 std::string presets_json() {
     static const std::string cached = [] {
         json models = json::array(), gpus = json::array(), examples = json::array();
@@ -158,7 +183,7 @@ ApiResult describe_json(const std::string& config_json) {
                                      {"up", f.up}, {"down", f.down}, {"head", f.head}})
         if (name) roles[role] = name;
     return {p.ok(), dump({{"defaults", key_defaults(p.config)}, {"modules", adapter_target_names(p.config.model)},
-                          {"roles", roles}, {"errors", errors}})};
+                          {"roles", roles}, {"parameters", total_params(p.config.model)}, {"errors", errors}})};
 }
 
 }  // namespace vramcalc

@@ -11,7 +11,9 @@ struct ApiResult {
     std::string json;
 };
 
-ApiResult estimate_json(const std::string& config_json);
+ApiResult estimate_json(const std::string& config_json, bool with_evidence = true);
+// The evidence of an estimate alone ({"evidence": {...}}), for a page that paints the estimate first.
+ApiResult evidence_json(const std::string& config_json);
 // {"config":{...},"micro_batch":[1,2,...],"seq_len":[512,...]} → peak and total bytes over the grid.
 ApiResult sweep_json(const std::string& request_json);
 // A DeepSpeed config for the run (strategy "deepspeed" only; anything else is an error).
@@ -20,6 +22,8 @@ ApiResult deepspeed_json(const std::string& config_json);
 // ids: deepspeed, accelerate, training-arguments, torchrun, litgpt, torchtune, megatron.
 ApiResult exports_json(const std::string& config_json);
 std::string presets_json();
+// What a page lists at start, cheaply: the presets (with their shapes), the catalog's ids and model types, the GPUs.
+std::string models_json();
 // The configuration's keys (core/setup/schema.cpp): {"groups", "keys", "architecture"}; as Markdown tables for the README.
 std::string schema_text();
 std::string schema_markdown_text();

@@ -38,7 +38,7 @@ json terms_to_json(const Terms& t) {
             {"temporaries", bytes(t.temporaries)}};
 }
 
-json report_to_json(const Report& r) {
+json report_to_json(const Report& r, bool with_evidence) {
     const MemoryEstimate& m = r.memory;
     json per_gpu = terms_to_json(m.at_peak());
     per_gpu["cuda_context"] = bytes(m.cuda_context);
@@ -71,7 +71,7 @@ json report_to_json(const Report& r) {
             {"suggestions", suggestions},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
-    out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
+    if (with_evidence) out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
     // Time and cost (step_time.cpp).
     const StepTime& t = r.time;
     out["step_time_s"] = figure(t.step, t.known);

@@ -7,6 +7,7 @@
 namespace vramcalc {
 
 nlohmann::json terms_to_json(const Terms&);
-nlohmann::json report_to_json(const Report&);
+// with_evidence: the committed measurements behind it too (evidence.cpp: the first of a kind parses its cases).
+nlohmann::json report_to_json(const Report&, bool with_evidence = true);
 
 }  // namespace vramcalc

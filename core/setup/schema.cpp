@@ -204,9 +204,9 @@ std::vector<Key> build_keys() {
             .shown(G::stack, "Framework version", "A release (\"0.2.1\") or a date (\"2024-05-20\", at most 32 characters): the stack’s revision in force then (torchtune before 0.3 and 0.5, lit-gpt’s 2023 loops, torchtitan’s RMSNorm and FSDP units, transformers before 5.10), whose defaults it sets again; the echo shows the revision applied."));
     add(Row("model", "model", T::model).codec(Codec::model).bind(member<&Config::model>())
             .first([](Config& c) { c.model = find_model_preset("llama-2-7b")->arch; }).defaults("\"llama-2-7b\"")
-            .shown(G::basics, "Model", "A preset id, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", case-insensitive, or its hub URL), {\"hf_config\": {...}} holding a config.json, or an explicit architecture."));
+            .shown(G::basics, "Model", "A preset, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", any case, or its hub URL), a pasted config.json ({\"hf_config\": {...}}) or an explicit architecture (below)."));
     add(Row("finetune", "finetune", T::object).codec(Codec::finetune).pick(view(kFinetune)).defaults("\"full\"")
-            .shown(G::basics, "Fine-tuning", "\"full\", or {\"method\": \"lora\" | \"qlora\", \"rank\", \"targets\", \"dropout\"} with QLoRA’s quantization keys."));
+            .shown(G::basics, "Fine-tuning", "Every weight trained, LoRA adapters over a frozen base, or QLoRA (LoRA over a 4-bit base). In JSON \"full\", or {\"method\": \"lora\" | \"qlora\"} with the members below."));
     child("finetune", Row("finetune.method", "", T::choice).bind(member<&Config::finetune, &Finetune::method>())
                           .pick({view(kFinetune)[1], view(kFinetune)[2]})
                           .shown(G::none, "Adapter method", "\"lora\" or \"qlora\": required in the object form."));
@@ -238,11 +238,13 @@ std::vector<Key> build_keys() {
                           .when(qlora).defaults("false")
                           .shown(G::none, "4-bit lm_head", "QLoRA: lm_head stored in NF4 too."));
 
-    add(Row("strategy", "strategy", T::choice).bind(member<&Config::strategy>()).pick(strategy_choices()).defaults("\"single\"")
-            .shown(G::parallelism, "Strategy", "How the GPUs share the step: one GPU, DDP, DeepSpeed ZeRO, PyTorch FSDP or Megatron-LM (setup/strategies.cpp)."));
     add(Row("gpus", "gpus", T::integer).bind(member<&Config::gpus>()).range(1, double(kMaxGpus)).defaults("1")
-            .when(all({is("strategy", multi_gpu)}))
-            .shown(G::parallelism, "GPUs in all", "Every GPU of the run: a multiple of tp x pp x cp; the data-parallel ranks are gpus / (tp x pp)."));
+            .shown(G::basics, "GPUs", "Every GPU of the run: a multiple of tp x pp x cp; the data-parallel ranks are gpus / (tp x pp)."));
+    add(Row("strategy", "strategy", T::choice).bind(member<&Config::strategy>()).pick(strategy_choices())
+            // What torchrun and accelerate launch run over several GPUs when nothing else is said: DDP.
+            .first([](Config& c) { c.strategy = c.gpus > 1 ? Strategy::ddp : Strategy::single; }).after({"gpus"})
+            .defaults("\"single\" on one GPU, \"ddp\" on more")
+            .shown(G::parallelism, "Strategy", "How the GPUs share the step: one GPU, DDP, DeepSpeed ZeRO, PyTorch FSDP or Megatron-LM (setup/strategies.cpp)."));
     add(Row("zero", "zero", T::integer).bind(member<&Config::zero>()).range(0, 3)
             .first([](Config& c) { c.zero = strategy_traits(c.strategy).default_zero; }).after({"strategy"})
             .when(all({is("strategy", staged)}))
@@ -277,7 +279,7 @@ std::vector<Key> build_keys() {
     add(Row("micro_batch", "micro_batch", T::integer).bind(member<&Config::micro_batch>()).range(1, double(kMaxBatch)).defaults("1")
             .shown(G::basics, "Micro-batch per GPU", "Sequences per forward on each GPU; under TRL’s trainers pairs (DPO, IPO, ORPO, SimPO), examples (KTO), completions (GRPO, RLOO) or prompts (distillation, PPO)."));
     add(Row("grad_accum", "grad_accum", T::integer).bind(member<&Config::grad_accum>()).range(1, double(kMaxBatch)).defaults("1")
-            .shown(G::batch, "Gradient accumulation steps", "Micro-batches per optimizer step: above 1 earlier micro-batches’ gradients stay live through the next forward, FSDP’s no_sync keeps every layer’s unsharded gradient, a pipeline keeps more micro-batches in flight."));
+            .shown(G::batch, "Gradient accumulation steps", "Micro-batches per optimizer step: multiplies the global batch. Above 1, earlier micro-batches’ gradients stay live through the next forward (unless allocated up front, as DeepSpeed and Megatron-LM do), FSDP’s no_sync accumulation keeps every layer’s unsharded gradient, and a pipeline keeps more micro-batches in flight (GPipe: all)."));
     add(Row("longest_batch_first", "longest_batch_first", T::boolean).bind(member<&Config::longest_batch_first>())
             .first([](Config& c) { c.longest_batch_first = c.framework->longest_batch_first; }).profile()
             .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.longest_batch_first ? "true" : "false"; }, "; lit-gpt from 2023-06-21 to 2024-02-29: true"))
@@ -361,7 +363,7 @@ std::vector<Key> build_keys() {
 
     add(Row("gpu", "gpu", T::object).codec(Codec::gpu).pick(gpu_choices())
             .first([](Config& c) { c.gpu = *find_gpu("a100-80gb"); }).defaults("\"a100-80gb\"")
-            .shown(G::basics, "GPU", "A catalog id, or {\"name\", \"memory_gib\"} with the optional dense TFLOP/s and GB/s for the step time."));
+            .shown(G::basics, "GPU", "A catalog GPU, or a custom one by its memory (and, for the step time, its dense TFLOP/s and GB/s). In JSON a catalog id or {\"name\", \"memory_gib\", ...}."));
     child("gpu", Row("gpu.name", "gpu.name", T::text).codec(Codec::gpu_name).bind(member<&Config::gpu, &Gpu::name>())
                      .defaults("\"Custom GPU\"").shown(G::gpu, "Name", "A custom GPU’s name (at most 100 characters)."));
     child("gpu", Row("gpu.memory_gib", "gpu.memory_gib", T::number).bind(member<&Config::gpu, &Gpu::memory_gib>())
@@ -413,7 +415,7 @@ std::vector<Key> build_keys() {
             .shown(G::method, "Generations per prompt", "GRPO’s and RLOO’s completions per prompt: must divide the completions of a generation."));
     add(Row("inference_engine", "vllm", T::choice).codec(Codec::inference_engine).bind(member<&Config::inference_engine>())
             .pick(view(kEngine)).when(all({is("method", grouped)})).echoed(Echo::when_applies).defaults("\"none\"")
-            .shown(G::method, "Generation", "\"none\" (transformers’ generate in the training process), {\"name\": \"vllm\", \"mode\": \"colocate\", \"gpu_memory_utilization\": 0.3, \"sleep_mode\": false} or {\"name\": \"vllm\", \"mode\": \"server\"} (other GPUs)."));
+            .shown(G::method, "Generation", "Where GRPO’s and RLOO’s completions are generated: transformers’ generate in the training process, a vLLM engine colocated on the training GPUs, or a vLLM server on other GPUs. In JSON \"none\" or {\"name\": \"vllm\", \"mode\": \"colocate\" | \"server\"} with the members below."));
     const Condition colocated = all({is("method", grouped), is("inference_engine", {"colocate"})});
     child("inference_engine", Row("inference_engine.gpu_memory_utilization", "vllm_share", T::number)
                                   .bind(member<&Config::inference_gpu_share>()).range(0.01, 0.95).when(colocated).defaults("0.3")
@@ -460,12 +462,12 @@ std::vector<Key> build_keys() {
             .shown(G::method, "Reward model dtype", "The dtype the frozen reward model is loaded in."));
 
     // The machine and the run, for time and cost (step_time.cpp).
-    const Condition several = all({is("strategy", multi_gpu)});
+    const Condition several = all({above("gpus", 1)});
     add(Row("gpus_per_node", "gpus_per_node", T::integer).bind(member<&Config::gpus_per_node>()).range(1, 1024).when(several)
-            .defaults("8").shown(G::parallelism, "GPUs per node", "GPUs sharing NVLink; the rest talk over the network."));
+            .defaults("8").shown(G::run, "GPUs per node", "GPUs sharing NVLink; the rest talk over the network."));
     add(Row("inter_node_gbps", "inter_node_gbps", T::number).bind(member<&Config::inter_node_gbps>()).range(0, 1e6).when(several)
             .defaults("0 (the GPU’s reference system)")
-            .shown(G::parallelism, "Network per GPU between nodes (GB/s)", "0: the GPU’s reference system (DGX / HGX)."));
+            .shown(G::run, "Network per GPU between nodes (GB/s)", "0: the GPU’s reference system (DGX / HGX)."));
     add(Row("train_tokens", "train_tokens", T::number).bind(member<&Config::train_tokens>()).range(0, 1e18).defaults("0")
             .shown(G::run, "Tokens to train on", "The whole run, for its hours and GPU-hours; 0: epochs x dataset_tokens."));
     const Condition untimed = any({{{"train_tokens", {"0"}, 0}}});
@@ -652,7 +654,14 @@ json schema_json() {
         if (!k.by.empty()) j["by"] = k.by;
         architecture.push_back(j);
     }
-    return {{"groups", groups}, {"keys", keys}, {"architecture", architecture}};
+    json strategies = json::array();  // what each strategy's `zero` means, for the page
+    for (const StrategyTraits& s : strategy_table()) {
+        json stages = json::object();
+        for (int z = 0; z < 4; ++z)
+            if (s.zero_stages >> z & 1) stages[std::to_string(z)] = s.zero_labels[z];
+        strategies.push_back({{"name", s.name}, {"zero", stages}, {"max_gpus", s.max_gpus}});
+    }
+    return {{"groups", groups}, {"keys", keys}, {"architecture", architecture}, {"strategies", strategies}};
 }
 
 namespace {

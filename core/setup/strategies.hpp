@@ -32,6 +32,7 @@ struct StrategyTraits {
     unsigned zero_stages;    // bit i set: `zero` i is allowed
     int default_zero;
     const char* zero_error;  // for a `zero` it does not take
+    const char* zero_labels[4];  // what each `zero` it takes means (nullptr: not taken)
     // The first `zero` at which each is split over the data-parallel GPUs (kNever: never): optimizer states, fp32
     // master weights, gradients, parameters at rest.
     int shards_optimizer_from, shards_master_from, shards_gradients_from, shards_params_from;
