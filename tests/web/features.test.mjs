@@ -279,10 +279,10 @@ test('narrow screens: a compact summary stays in view while editing fields far f
   assert.equal(await page.textContent('#mini-total'), await page.textContent('#total'));
   assert.equal(await page.getAttribute('#mini-fits', 'data-fits'), await page.getAttribute('#fits', 'data-fits'));
   // Editing far below: the summary follows.
-  await page.fill('#f-seq_len', '512');
+  await page.fill('#f-grad_accum', '2');
   await settle(page);
   assert.equal(await page.textContent('#mini-total'), await page.textContent('#total'));
-  const field = await page.locator('#f-seq_len').boundingBox();
+  const field = await page.locator('#f-grad_accum').boundingBox();
   assert.ok(field.y >= box.height, 'the field being edited is not under the summary');
   await page.click('#mini');
   await page.waitForSelector('#mini', { state: 'hidden' });
