@@ -4,7 +4,8 @@ import { $, h, clear, gib, count } from './dom.js';
 import { drawChart, microBatchAxis, sequenceAxis } from './charts.js';
 import { initAdamw } from './adamw.js';
 import {
-  CHOICES, ARCH_KEYS, DEFAULTS, ROWS, LINK_OF, PARAM_ORDER, ZERO, MAX_GPUS, FOLLOWERS, defaultOf, describeState, applies, initialState, toConfig, toQuery,
+  CHOICES, ARCH_KEYS, DEFAULTS, ROWS, LINK_OF, PARAM_ORDER, ZERO, MAX_GPUS, FOLLOWERS, defaultOf, describeState, applies, holds,
+  isUnset, initialState, toConfig, toQuery,
   fromQuery, applyPatch, applyProfile, follow, readSchema, rolesOf, translateTargets, compactHf, clip, resolveModel,
   closeModels, readView,
 } from './params.js';
@@ -82,24 +83,66 @@ function buildControl(f) {
   }
 }
 
+function fieldRow(f) {
+  const control = buildControl(f);
+  const label = f.kind === 'targets' ? h('span', { class: 'label' }, f.label) : h('label', { for: fid(f.key) }, f.label);
+  return h('div', { class: `field kind-${f.kind}${f.sub ? ' sub' : ''}`, id: 'row-' + fid(f.key) },
+    f.kind === 'bool' ? h('label', { class: 'check', for: fid(f.key) }, control, h('span', {}, f.label)) : [label, control],
+    f.hint ? h('p', { class: 'hint', id: 'h-' + fid(f.key) }, f.hint) : null,
+    h('p', { class: 'field-error', id: eid(f.key) }), h('p', { class: 'field-note', id: nid(f.key), 'aria-live': 'polite' }));
+}
+
+// The basics open; every other group folded, its summary saying what it holds, until a choice needs it (the
+// schema's `opens`), one of its fields is set by a link or wrong, or the user opens it.
 function buildForm() {
   const form = $('inputs');
   for (const g of FORM_GROUPS) {
-    const fs = h('fieldset', { class: 'group' }, h('legend', {}, g.title));
-    for (const f of g.fields) {
-      const control = buildControl(f);
-      const label = f.kind === 'targets' ? h('span', { class: 'label' }, f.label) : h('label', { for: fid(f.key) }, f.label);
-      const row = h('div', { class: `field kind-${f.kind}${f.sub ? ' sub' : ''}`, id: 'row-' + fid(f.key) },
-        f.kind === 'bool' ? h('label', { class: 'check', for: fid(f.key) }, control, h('span', {}, f.label)) : [label, control],
-        f.hint ? h('p', { class: 'hint', id: 'h-' + fid(f.key) }, f.hint) : null,
-        h('p', { class: 'field-error', id: eid(f.key) }), h('p', { class: 'field-note', id: nid(f.key), 'aria-live': 'polite' }));
-      fs.append(row);
+    const rows = g.fields.map(fieldRow);
+    if (g.open) {
+      form.append(h('fieldset', { class: 'group open', id: 'group-' + g.id }, h('legend', {}, g.title), rows));
+      continue;
     }
-    form.append(fs);
+    form.append(h('details', { class: 'group', id: 'group-' + g.id },
+      h('summary', {}, h('span', { class: 'group-title' }, g.title), h('span', { class: 'group-sum', id: 'sum-' + g.id })),
+      h('div', { class: 'group-body', role: 'group', 'aria-label': g.title }, rows)));
   }
+  const unfold = h('button', { type: 'button', id: 'unfold', class: 'linklike unfold', 'aria-pressed': 'false' }, 'Show every setting');
+  unfold.addEventListener('click', () => {
+    const all = unfold.getAttribute('aria-pressed') !== 'true';
+    for (const d of form.querySelectorAll('details.group')) d.open = all;
+    unfold.setAttribute('aria-pressed', String(all));
+    unfold.textContent = all ? 'Fold the settings' : 'Show every setting';
+  });
+  form.append(unfold);
   form.addEventListener('input', onInput);
   form.addEventListener('change', onInput);
   form.addEventListener('submit', (e) => e.preventDefault());
+}
+
+const needed = new Map();  // group -> whether its `opens` held at the last update
+// Opens the groups a change made necessary (once: a group the user folds again stays folded), and writes each
+// folded group's summary: what is set apart from its default, else that it holds the defaults.
+function showGroups(described, first) {
+  for (const g of FORM_GROUPS) {
+    if (g.open) continue;
+    const el = $('group-' + g.id);
+    const needs = !!g.opens && holds(g.opens, state);
+    const shown = g.fields.filter((f) => fieldVisible(f, described));
+    const set = shown.filter((f) => state[f.key] !== defaultOf(state, f.key, described) && !isUnsetValue(f.key));
+    if ((needs && !needed.get(g.id)) || shown.some((f) => fieldErrors.has(f.key)) || (first && set.length)) el.open = true;
+    needed.set(g.id, needs);
+    el.hidden = shown.length === 0;
+    const parts = set.slice(0, 3).map((f) => `${f.label}: ${valueText(f)}`);
+    if (set.length > 3) parts.push(`${set.length - 3} more`);
+    $('sum-' + g.id).textContent = parts.length ? parts.join(' · ') : 'defaults';
+  }
+}
+const isUnsetValue = (key) => isUnset(key, state[key]);
+function valueText(f) {
+  const v = state[f.key];
+  if (f.kind === 'bool') return v ? 'on' : 'off';
+  const labels = { ...(LABELS[f.key] || {}), ...(UNSET_LABELS[f.key] || {}) };
+  return clip(labels[v] || String(v), 28);
 }
 
 // What the user typed: integers and decimals as numbers, anything else as text for the core to report on.
@@ -109,7 +152,7 @@ function readValue(f, el) {
   if (f.kind === 'tristate') return el.value === '' ? '' : el.value === 'true';
   if (f.kind === 'int' || f.kind === 'number') {
     const t = el.value.trim();
-    if (t === '') return f.key.startsWith('model.') ? '' : defaultOf(state, f.key);
+    if (t === '') return '';  // an error next to the field (the core names the range), never the default in silence
     const m = f.tokens && /^(\d+\.?\d*|\.\d+)\s*([kmbt])$/i.exec(t);  // 2T, 500M tokens
     if (m) return Number(m[1]) * 1000 ** ('kmbt'.indexOf(m[2].toLowerCase()) + 1);
     return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) ? Number(t) : t;
@@ -192,7 +235,9 @@ function unknownModel(text) {
 
 // The model field: an id or hub URL selects its model as soon as it matches; anything else is reported next to
 // the field (on every keystroke, like the other fields) until it does. Cleared and left, it shows the model again.
+let typingModel = false;
 function onModelText(text, type) {
+  typingModel = type !== 'change';
   const t = text.trim();
   const id = t === 'custom' || t === 'hf' ? t : resolveModel(t, modelIds);
   if (id) {
@@ -300,7 +345,7 @@ function syncField(f) {
   else if (f.kind === 'hf') {
     if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
   } else if (f.kind === 'model') {
-    el.value = modelText !== null ? modelText : v;
+    if (!(typingModel && document.activeElement === el)) el.value = modelText !== null ? modelText : v;  // never while typed in
   } else {
     const t = v === null || v === undefined ? '' : String(v);
     if (el.value !== t) el.value = t;  // the field being typed in keeps its caret
@@ -439,7 +484,11 @@ function updateUrl() {
   record(toQuery(state, { ...pinExtra(), ...lookExtra() }), { s: { ...state }, pin: pinned && { ...pinned } },
     { commit: !!c, via: c && c.via, first: !recorded });
   recorded = true;
-  $('share-url').value = pageUrl(shareQuery());
+  // While a field is invalid the link is the last valid configuration's, marked stale.
+  const stale = document.body.classList.contains('stale');
+  if (!stale) $('share-url').value = pageUrl(shareQuery());
+  $('share-url').setAttribute('aria-invalid', String(stale));
+  $('share-stale').hidden = !stale;
   $('open-full').href = `${location.pathname}?${shareQuery()}`;
   if (!$('embed-box').hidden) showEmbedCodes();
   const via = madeBy();
@@ -534,11 +583,10 @@ function update(sync) {
     renderExports(null);
     if (lastResult) showCompare();
   }
-  $('mini-fits').dataset.fits = $('fits').dataset.fits;
-  $('mini-fits').textContent = $('fits').textContent;
-  $('mini-total').textContent = lastResult ? gib(lastResult.total_bytes) : '—';
+  showMini(valid);
   const described = describeState(state);
   for (const f of FIELDS) $('row-' + fid(f.key)).hidden = !fieldVisible(f, described);
+  showGroups(described, document.body.dataset.ready !== 'true');
   updateUrl();
   performance.measure('vramcalc:update', { start: t0 });
   if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; }, 0);
@@ -546,6 +594,21 @@ function update(sync) {
     document.body.dataset.ready = 'true';
     performance.mark('vramcalc:first-estimate');
   }
+}
+
+// The answer in one line, for when it has scrolled away: verdict, total against capacity, headroom, largest
+// micro-batch and the first change that fits.
+function showMini(valid) {
+  $('mini-fits').dataset.fits = $('fits').dataset.fits;
+  $('mini-fits').textContent = $('fits').textContent;
+  const r = lastResult;
+  $('mini-total').textContent = r ? gib(r.total_bytes) : '—';
+  $('mini-capacity').textContent = r ? `of ${gib(r.gpu.capacity_bytes)} per GPU` : 'per GPU';
+  $('mini-head').textContent = r ? (r.headroom_bytes >= 0 ? `${gib(r.headroom_bytes)} free` : `${gib(-r.headroom_bytes)} over`) : '';
+  $('mini-mb').textContent = r ? `largest micro-batch ${r.max_micro_batch || 'none'}` : '';
+  const fix = valid && r && !r.fits ? r.suggestions.find((sgt) => sgt.fits) : null;
+  $('mini-fix').textContent = !valid ? 'Fix the highlighted settings' : !r || r.fits ? ''
+    : fix ? `First fix: ${fix.change} → ${gib(fix.total_bytes)}` : 'No single change fits';
 }
 
 // The values the stack chose for the knobs left to it, next to them (the placeholder, the first option).
@@ -597,8 +660,8 @@ function init() {
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
   $('undo').addEventListener('click', () => history.back());
-  $('mini').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
-  // The compact summary shows on narrow screens once the answer has scrolled away above.
+  $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
+  // The one-line answer shows once the answer has scrolled away above.
   new IntersectionObserver(([e]) => document.documentElement.classList.toggle('answer-away',
     !e.isIntersecting && e.boundingClientRect.top < 0)).observe($('answer'));
   initHistory(restore);

@@ -65,20 +65,21 @@ export let FIELDS = [];
 export let FIELD = {};
 export let FORM_GROUPS = [];
 
-// The groups in the schema's order, each with its keys in the schema's order and the page's own fields.
+// The groups in the schema's order, each with its keys in the schema's order (the basics in their own) and the page's
+// own fields; whether a group is always open, and when it opens itself.
 export function buildFields() {
   FORM_GROUPS = GROUPS.filter((g) => g.id !== 'none').map((g) => {
     const fields = [];
-    for (const key of PARAM_ORDER) {
+    const keys = g.order.length ? g.order : PARAM_ORDER.filter((k) => ROWS[k] && ROWS[k].group === g.id);
+    for (const key of keys) {
       const row = ROWS[key];
-      if (key === 'model' || key === 'gpu' ? g.id !== 'basics' : !row || row.group !== g.id) continue;
       const w = WIDGETS[key] || {};
       fields.push({ key, kind: row ? kindOf(key, row) : w.kind, label: row ? row.label : key === 'model' ? 'Model' : 'GPU',
         hint: w.hint || (row ? row.doc : ''), show: row ? (s) => applies(key, s) : null, ...w });
       if (key === 'model') fields.push(...PAGE_FIELDS.model, ...ARCH_KEYS.map(archField));
       if (key === 'gpu') fields.push(...PAGE_FIELDS.gpu);
     }
-    return { title: g.title, fields };
+    return { id: g.id, title: g.title, open: !!g.open, opens: g.opens || null, fields };
   }).filter((g) => g.fields.length);
   FIELDS = FORM_GROUPS.flatMap((g) => g.fields);
   FIELD = Object.fromEntries(FIELDS.map((f) => [f.key, f]));

@@ -137,8 +137,11 @@ export function defaultOf(state, key, described = null) {
 // Whether a field's key means something for the state: the schema's condition (any alternative, all its atoms).
 export function applies(key, state) {
   const row = ROWS[key];
-  if (!row || !row.applies) return true;
-  return row.applies.some((all) => all.every((atom) => {
+  return !row || !row.applies || holds(row.applies, state);
+}
+// Whether a schema condition holds for the state: any alternative, all its atoms.
+export function holds(condition, state) {
+  return condition.some((all) => all.every((atom) => {
     const link = LINK_OF[atom.key];
     const v = link === undefined ? undefined : state[link];
     if (atom.in) return atom.in.includes(typeof v === 'boolean' || typeof v === 'number' ? String(v) : v);

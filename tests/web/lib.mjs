@@ -76,7 +76,7 @@ export async function launch() {
 // A page of `url` in a new context that records what must never happen: a dialog, a script error, a request to
 // an origin outside `origins`, a CSP violation (in any frame). `ready`: wait for the calculator's first estimate.
 export async function openPage(browser, url, { origins = [new URL(url).origin + '/'], viewport = { width: 1280, height: 900 },
-  ready = true, colorScheme = 'light', setup } = {}) {
+  ready = true, colorScheme = 'light', setup, unfold = true } = {}) {
   const context = await browser.newContext({ viewport, colorScheme });
   const page = await context.newPage();
   const log = { dialogs: [], errors: [], foreign: [] };
@@ -93,7 +93,15 @@ export async function openPage(browser, url, { origins = [new URL(url).origin + 
   if (setup) await setup(context, page);
   await page.goto(url);
   if (ready) await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  if (ready && unfold) await unfoldSettings(page);
   return { page, context, log };
+}
+
+// Opens every folded group of the form, as the "Show every setting" button does (tests of the knobs themselves).
+export async function unfoldSettings(page) {
+  // Pressed from script: a click would scroll the page down to the button.
+  if (await page.isVisible('#unfold') && await page.getAttribute('#unfold', 'aria-pressed') !== 'true')
+    await page.evaluate(() => document.getElementById('unfold').click());
 }
 
 // Two animation frames: the page's scheduled update has run.

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { cli, ARTIFACTS, CLI } from './lib.mjs';
+import { cli, ARTIFACTS, CLI, unfoldSettings } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -25,6 +25,7 @@ async function open(query, viewport = { width: 1280, height: 900 }) {
   });
   await page.goto(server.url + query);
   await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  await unfoldSettings(page);
   return { page, context, log };
 }
 
@@ -269,6 +270,7 @@ test('hostile share links: nothing executes, each problem is reported, the page 
     // Still usable: a valid change gives figures again.
     await page.evaluate(() => { document.body.classList.remove('embed'); });
     if (!(await page.isVisible('#f-model'))) throw new Error(`${label}: form hidden`);
+    await unfoldSettings(page);
     await page.fill('#f-model', 'gpt2');
     await page.selectOption('#f-strategy', 'deepspeed');
     await page.selectOption('#f-strategy', 'single');
@@ -303,11 +305,16 @@ test('models by name: a Hugging Face id or hub URL selects it, offline; the link
   assert.equal(new URL(page.url()).search, '?model=Qwen%2FQwen3-8B&gpu=a100-80gb');
   assert.deepEqual(server.requests.slice(requests).filter((u) => u !== '/favicon.svg'), [], 'no request after the page loaded');
 
-  // A pasted hub URL selects its id (and the field shows the id); so does another spelling.
+  // A pasted hub URL selects its id; the field keeps what was typed while it is typed in (issue 24), and shows the id
+  // once it is left or Enter is pressed. So does another spelling.
   await page.fill('#f-model', 'llama-2-13b');
   await settle(page);
   assert.equal(JSON.parse((await shown(page)).config).model, 'llama-2-13b');
   await page.fill('#f-model', 'https://huggingface.co/Qwen/Qwen3-8B/tree/main');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'https://huggingface.co/Qwen/Qwen3-8B/tree/main');
+  assert.deepEqual(await shown(page), s);
+  await page.press('#f-model', 'Enter');
   await settle(page);
   assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
   assert.deepEqual(await shown(page), s);

@@ -201,7 +201,7 @@ test('time and cost: the CLI’s figures, per phase and per suggestion; hours, G
   await again.context.close();
 
   // Epochs × dataset tokens; several GPUs: the node fields.
-  await page.fill('#f-train_tokens', '');
+  await page.fill('#f-train_tokens', '0');
   await page.fill('#f-epochs', '3');
   await page.fill('#f-dataset_tokens', '500M');
   await page.selectOption('#f-strategy', 'ddp');
