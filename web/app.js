@@ -132,8 +132,10 @@ function showGroups(described, first) {
     if ((needs && !needed.get(g.id)) || shown.some((f) => fieldErrors.has(f.key)) || (first && set.length)) el.open = true;
     needed.set(g.id, needs);
     el.hidden = shown.length === 0;
-    const parts = set.slice(0, 3).map((f) => `${f.label}: ${valueText(f)}`);
-    if (set.length > 3) parts.push(`${set.length - 3} more`);
+    const moved = shown.filter((f) => !set.includes(f) && $(nid(f.key)).textContent);  // a default a change moved
+    const listed = [...set, ...moved];
+    const parts = listed.slice(0, 3).map((f) => `${f.label}: ${valueText(f)}`);
+    if (listed.length > 3) parts.push(`${listed.length - 3} more`);
     $('sum-' + g.id).textContent = parts.length ? parts.join(' · ') : 'defaults';
   }
 }
@@ -206,6 +208,7 @@ function onInput(e) {
     if (key === 'model.mlp') state.targets = fitTargets(state);
     if (SHAPING.has(key)) {
       state = follow(prev, state);
+      noteFollowers(prev, key);
       return refresh(true);
     }
     // Fields whose default follows this one (sequence_parallel follows tp, the stages per GPU the schedule).
@@ -213,6 +216,15 @@ function onInput(e) {
     for (const k of FOLLOWERS) if (followed[k] !== state[k]) syncOne(k, followed[k]);
   }
   refresh(false);
+}
+
+// Says next to each field whose default a change moved what it now is and why (TRL's trainers checkpoint every
+// layer, a strategy its ZeRO stage): a folded group lists it in its summary.
+function noteFollowers(prev, key) {
+  for (const k of FOLLOWERS) {
+    if (k === key || prev[k] === state[k] || !FIELD[k] || !applies(k, state)) continue;
+    note(k, `Now ${valueText(FIELD[k])}: the default with ${FIELD[key].label.toLowerCase()} ${valueText(FIELD[key])}.`);
+  }
 }
 
 function syncOne(key, v) {

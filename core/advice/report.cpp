@@ -177,15 +177,17 @@ std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
         out.push_back({"Paged 8-bit AdamW (bitsandbytes)", {{"optimizer", "paged-adamw-8bit"}},
                        "8-bit states in CUDA unified memory, paged out to CPU RAM when the GPU runs short"});
     // With adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
-    nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", 16}, {"targets", adapter_targets}}}};
-    nlohmann::json qlora = {{"finetune", {{"method", "qlora"}, {"rank", 16}, {"targets", adapter_targets}}}};
+    // At the configuration's own rank (PEFT's LoraConfig r=8 unless set), so the text is the form's value.
+    const std::string rank = std::to_string(c.finetune.rank);
+    nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", c.finetune.rank}, {"targets", adapter_targets}}}};
+    nlohmann::json qlora = {{"finetune", {{"method", "qlora"}, {"rank", c.finetune.rank}, {"targets", adapter_targets}}}};
     if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
         lora["precision"] = qlora["precision"] = "bf16-base-mixed";
     if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
-        out.push_back({"LoRA (rank 16) instead of full fine-tuning", lora,
+        out.push_back({"LoRA (rank " + rank + ") instead of full fine-tuning", lora,
                        "only the adapters have gradients and optimizer states"});
     if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
-        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank 16)", qlora,
+        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank " + rank + ")", qlora,
                        "frozen weights take about 0.52 bytes per parameter"});
     return out;
 }

@@ -156,3 +156,16 @@ test('axe-core: no serious or critical violation on the page and the embed, ligh
         for (const v of await axe(query, viewport, scheme)) problems.push(`${query} ${viewport.width}px ${scheme}: ${v}`);
   assert.deepEqual(problems, []);
 });
+
+test('charts scale to their data: a logarithmic axis when the values run far above the capacity, no flat line', async () => {
+  const { page, context } = await fresh('?model=llama-2-70b&gpu=rtx-4090&seq_len=4096');
+  for (const id of ['chart-mb', 'chart-seq']) {
+    const pts = await page.$$eval(`#${id} circle`, (cs) => cs.map((c) => ({ y: Number(c.getAttribute('cy')), t: c.getAttribute('aria-label') })));
+    assert.ok(pts.length >= 4, id);
+    assert.equal(await page.getAttribute(`#${id} svg`, 'data-scale'), 'log', `${id}: log scale`);
+    // Distinct values, distinct heights: nothing is clipped to the top edge.
+    const byValue = new Map(pts.map((p) => [/: ([\d.]+ [KMGT]iB)/.exec(p.t)[1], p.y]));
+    assert.equal(new Set(byValue.values()).size, byValue.size, `${id}: ${JSON.stringify([...byValue])}`);
+  }
+  await context.close();
+});

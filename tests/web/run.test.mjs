@@ -245,7 +245,7 @@ test('time and cost: the CLI’s figures, per phase and per suggestion; hours, G
   await off.context.close();
   const custom = await open('?gpu=custom&gpu.memory_gib=48&model=llama-3.2-1b');
   assert.equal(await custom.page.textContent('#step-time'), '—');
-  assert.match(await custom.page.textContent('#step-time-sub'), /no peak FLOPS known/);
+  assert.match(await custom.page.textContent('#step-time-sub'), /no dense peak FLOP\/s known/);
   assert.equal(await custom.page.textContent('#tokens-s'), '—');
   await clean(custom.page, custom.log);
   await custom.context.close();
