@@ -601,7 +601,7 @@ function update(sync) {
   showGroups(described, document.body.dataset.ready !== 'true');
   updateUrl();
   performance.measure('vramcalc:update', { start: t0 });
-  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; }, 0);
+  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; performance.mark('vramcalc:details'); }, 0);
   if (document.body.dataset.ready !== 'true') {
     document.body.dataset.ready = 'true';
     performance.mark('vramcalc:first-estimate');
