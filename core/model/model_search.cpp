@@ -1,0 +1,218 @@
+#include "model/model_search.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "input/field_error.hpp"
+#include "model/hf_config.hpp"
+#include "model/model_catalog.hpp"
+#include "model/presets.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+constexpr std::size_t kMaxQuery = 512;
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+bool letter(char c) { return c >= 'a' && c <= 'z'; }
+
+std::string lower(std::string s) {
+    for (char& c : s)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return s;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// "https://huggingface.co/Qwen/Qwen3-8B/tree/main" -> "qwen/qwen3-8b": lower case, a hub URL's id.
+std::string without_url(const std::string& text) {
+    std::string s = lower(text);
+    s.erase(0, s.find_first_not_of(' '));
+    for (const char* prefix : {"https://", "http://", "www.", "huggingface.co/", "hf.co/"})
+        if (starts_with(s, prefix)) s.erase(0, std::string(prefix).size());
+    if (const std::size_t slash = s.find('/'); slash != std::string::npos) s = s.substr(0, s.find('/', slash + 1));
+    return s;
+}
+
+// Only letters and digits: "Llama-3.1_8B" -> "llama318b".
+std::string squashed(const std::string& s) {
+    std::string out;
+    for (char c : lower(s))
+        if (letter(c) || digit(c)) out += c;
+    return out;
+}
+
+// Words and numbers, split at every separator and where digits follow letters; a number keeps its decimals and
+// the letters after it: "Meta-Llama-3.1-8B-Instruct" -> meta llama 3.1 8b instruct, "Qwen3-30B-A3B" -> qwen 3 30b a 3b.
+std::vector<std::string> tokens(const std::string& text) {
+    const std::string s = lower(text);
+    std::vector<std::string> out;
+    std::string word;
+    const auto flush = [&] {
+        if (!word.empty()) out.push_back(word);
+        word.clear();
+    };
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '.' && !word.empty() && digit(word.back()) && i + 1 < s.size() && digit(s[i + 1])) {
+            word += c;
+        } else if (!letter(c) && !digit(c)) {
+            flush();
+        } else {
+            if (digit(c) && !word.empty() && letter(word.back())) flush();
+            word += c;
+        }
+    }
+    flush();
+    return out;
+}
+
+bool is_word(const std::string& token) { return letter(token[0]); }
+
+// Optimal string alignment distance: edits and adjacent transpositions.
+std::size_t typos(const std::string& a, const std::string& b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i)
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[a.size()][b.size()];
+}
+
+struct Candidate {
+    std::string id, name;
+    const ModelPreset* preset = nullptr;
+    const CatalogModel* model = nullptr;
+    std::string whole, short_name;       // squashed id, squashed id without its organisation
+    std::vector<std::string> all, core;  // the id's tokens; those of its name that its organisation lacks
+};
+
+Candidate candidate(const std::string& id, const std::string& name) {
+    Candidate c;
+    c.id = id, c.name = name;
+    const std::size_t slash = id.find('/');
+    const std::string org = slash == std::string::npos ? "" : id.substr(0, slash);
+    const std::string rest = slash == std::string::npos ? id : id.substr(slash + 1);
+    c.whole = squashed(id), c.short_name = squashed(rest), c.all = tokens(id);
+    const std::vector<std::string> org_tokens = tokens(org);
+    for (const std::string& t : tokens(rest))
+        if (!contains(org_tokens, t) && !contains(c.core, t)) c.core.push_back(t);
+    return c;
+}
+
+const std::vector<Candidate>& candidates() {
+    static const std::vector<Candidate> table = [] {
+        std::vector<Candidate> out;
+        for (const ModelPreset& p : model_presets()) {
+            out.push_back(candidate(p.arch.id, p.name));
+            out.back().preset = &p;
+        }
+        for (const CatalogModel& m : model_catalog()) {
+            const std::string id = m.id;
+            out.push_back(candidate(id, id.substr(id.find('/') + 1)));
+            out.back().model = &m;
+        }
+        return out;
+    }();
+    return table;
+}
+
+struct Query {
+    std::string whole;
+    std::vector<std::string> tokens;
+};
+
+Query query(const std::string& text) {
+    if (text.size() > kMaxQuery) return {};
+    const std::string s = without_url(text);
+    return {squashed(s), tokens(s)};
+}
+
+// Every word and number of the model's name and nothing it lacks (its organisation may be left out), with a word
+// among them; or the same letters and digits as its id.
+bool names(const Query& q, const Candidate& c) {
+    if (q.whole.empty()) return false;
+    if (q.whole == c.whole || q.whole == c.short_name) return true;
+    if (std::none_of(q.tokens.begin(), q.tokens.end(), is_word)) return false;
+    for (const std::string& t : q.tokens)
+        if (!contains(c.all, t)) return false;
+    for (const std::string& t : c.core)
+        if (!contains(q.tokens, t)) return false;
+    return true;
+}
+
+bool starts(const Query& q, const Candidate& c) {
+    if (starts_with(c.whole, q.whole) || starts_with(c.short_name, q.whole)) return true;
+    return std::all_of(q.tokens.begin(), q.tokens.end(), [&](const std::string& t) {
+        return std::any_of(c.all.begin(), c.all.end(), [&](const std::string& u) { return starts_with(u, t); });
+    });
+}
+
+// The typos between the query's tokens and the model's (each token matched to its closest, or to the start of
+// one); more than one per short token or two per long one, or three in all: no match (returns 0).
+std::size_t typo_cost(const Query& q, const Candidate& c) {
+    std::size_t total = 0;
+    for (const std::string& t : q.tokens) {
+        std::size_t best = t.size();
+        for (const std::string& u : c.all) best = std::min({best, typos(t, u), typos(t, u.substr(0, t.size()))});
+        if (best > (t.size() <= 4 ? 1u : 2u)) return 0;
+        total += best;
+    }
+    return total <= 3 ? total : 0;
+}
+
+std::uint64_t parameters(const Candidate& c) {
+    if (c.preset) return total_params(c.preset->arch);
+    Architecture a;
+    std::vector<FieldError> errors;
+    std::vector<std::string> notes;
+    read_hf_config(nlohmann::json::parse(c.model->config), a, "", errors, notes);
+    return errors.empty() ? total_params(a) : 0;
+}
+
+}  // namespace
+
+const char* match_name(MatchKind m) { return m == MatchKind::exact ? "exact" : m == MatchKind::prefix ? "prefix" : "fuzzy"; }
+
+std::vector<ModelMatch> search_models(const std::string& text, std::size_t limit) {
+    const Query q = query(text);
+    if (q.tokens.empty()) return {};
+    const std::string typed = without_url(text);
+    using Rank = std::tuple<MatchKind, bool, std::size_t, std::size_t, bool, std::size_t, std::string>;
+    std::vector<std::pair<Rank, const Candidate*>> ranked;
+    for (const Candidate& c : candidates()) {
+        MatchKind kind = MatchKind::fuzzy;
+        std::size_t cost = 0;
+        if (names(q, c)) kind = MatchKind::exact;
+        else if (starts(q, c)) kind = MatchKind::prefix;
+        else if ((cost = typo_cost(q, c)) == 0) continue;
+        const std::size_t missing = std::size_t(std::count_if(
+            c.core.begin(), c.core.end(), [&](const std::string& t) { return !contains(q.tokens, t); }));
+        ranked.push_back({Rank{kind, lower(c.id) != typed, missing, cost, c.preset != nullptr, c.id.size(), c.id}, &c});
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ModelMatch> out;
+    for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) {
+        const Candidate& c = *ranked[i].second;
+        out.push_back({c.id, c.name, parameters(c), std::get<0>(ranked[i].first)});
+    }
+    return out;
+}
+
+std::vector<std::string> exact_models(const std::string& text) {
+    const Query q = query(text);
+    std::vector<std::string> ids;
+    for (const Candidate& c : candidates())
+        if (c.model && names(q, c)) ids.push_back(c.id);
+    return ids;
+}
+
+}  // namespace vramcalc
