@@ -241,7 +241,7 @@ void read_model(const json* v, Architecture& a, const std::string& field, std::v
                 std::vector<FieldError>& errors) {
     if (!v) return;
     if (v->is_string()) {
-        // A preset or catalog id (any case, or its hub URL) as given; else the one model the spelling names.
+        // A preset id, or a catalog id in any case or as its hub URL; else the one catalog model the spelling names.
         const auto select = [&](const std::string& id) {
             if (const ModelPreset* p = find_model_preset(id)) {
                 a = p->arch;
