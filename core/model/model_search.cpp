@@ -36,6 +36,7 @@ std::string without_url(const std::string& text) {
     for (const char* prefix : {"https://", "http://", "www.", "huggingface.co/", "hf.co/"})
         if (starts_with(s, prefix)) s.erase(0, std::string(prefix).size());
     if (const std::size_t slash = s.find('/'); slash != std::string::npos) s = s.substr(0, s.find('/', slash + 1));
+    while (!s.empty() && (s.back() == ' ' || s.back() == '/')) s.pop_back();
     return s;
 }
 
@@ -203,6 +204,11 @@ std::vector<ModelMatch> search_models(const std::string& text, std::size_t limit
     for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) {
         const Candidate& c = *ranked[i].second;
         out.push_back({c.id, c.name, parameters(c), std::get<0>(ranked[i].first)});
+    }
+    // Another organisation's copy ("unsloth/Qwen3-8B"): the models of that name, as fuzzy matches.
+    if (const std::size_t slash = typed.find('/'); out.empty() && slash != std::string::npos) {
+        out = search_models(typed.substr(slash + 1), limit);
+        for (ModelMatch& m : out) m.match = MatchKind::fuzzy;
     }
     return out;
 }

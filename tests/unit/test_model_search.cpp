@@ -68,6 +68,9 @@ TEST_CASE("partial text and small typos still find the model") {
     CHECK(first("lama 3.1 8b") == "meta-llama/Llama-3.1-8B");  // a letter missing
     CHECK(first("smollm2 1.7") == "HuggingFaceTB/SmolLM2-1.7B");
     CHECK(search_models("zzzz qqqq", 10).empty());
+    // Another organisation's upload: the model of that name, never as an exact match.
+    CHECK(first("https://huggingface.co/unsloth/Qwen3-8B") == "Qwen/Qwen3-8B");
+    CHECK(search_models("unsloth/Qwen3-8B", 10)[0].match == MatchKind::fuzzy);
     CHECK(search_models("", 10).empty());
     CHECK(search_models("  / - . _ ", 10).empty());
     CHECK(search_models(std::string(100000, 'a'), 10).empty());
@@ -125,6 +128,7 @@ TEST_CASE("a configuration's model: an unambiguous spelling reads as its canonic
     CHECK(resolved("gemma-3-12b").rfind("error: model: unknown model \"gemma-3-12b\" (did you mean google/gemma-3-12b-it", 0) == 0);
     CHECK(resolved("Qwen/Qwen3-9B").find("Qwen/Qwen3-8B") != std::string::npos);
     CHECK(resolved("3.1 8b").rfind("error: model: unknown model", 0) == 0);  // numbers alone name no model
+    CHECK(resolved("unsloth/Qwen3-8B").rfind("error: model: unknown model \"unsloth/Qwen3-8B\" (did you mean Qwen/Qwen3-8B", 0) == 0);
     // The teacher and the other model keys read the same way.
     const ParsedConfig p = parse_config(json{{"method", "distill"}, {"model", "qwen3 0.6b"}, {"teacher", "Qwen3-8B"},
                                              {"prompt_len", 64}, {"completion_len", 64}});
