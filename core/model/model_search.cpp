@@ -1,7 +1,6 @@
 #include "model/model_search.hpp"
 
 #include <algorithm>
-#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -77,15 +76,17 @@ bool is_word(const std::string& token) { return letter(token[0]); }
 
 // Optimal string alignment distance: edits and adjacent transpositions.
 std::size_t typos(const std::string& a, const std::string& b) {
-    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    const std::size_t w = b.size() + 1;
+    std::vector<std::size_t> d((a.size() + 1) * w);
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i)
         for (std::size_t j = 1; j <= b.size(); ++j) {
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+            std::size_t& x = d[i * w + j];
+            x = std::min(std::min(d[(i - 1) * w + j], d[i * w + j - 1]) + 1, d[(i - 1) * w + j - 1] + (a[i - 1] != b[j - 1]));
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) x = std::min(x, d[(i - 2) * w + j - 2] + 1);
         }
-    return d[a.size()][b.size()];
+    return d.back();
 }
 
 struct Candidate {
@@ -111,15 +112,18 @@ Candidate candidate(const std::string& id, const std::string& name) {
 
 const std::vector<Candidate>& candidates() {
     static const std::vector<Candidate> table = [] {
-        std::vector<Candidate> out;
-        for (const ModelPreset& p : model_presets()) {
-            out.push_back(candidate(p.arch.id, p.name));
-            out.back().preset = &p;
+        const std::vector<ModelPreset>& presets = model_presets();
+        const std::vector<CatalogModel>& catalog = model_catalog();
+        std::vector<Candidate> out(presets.size() + catalog.size());
+        for (std::size_t i = 0; i < presets.size(); ++i) {
+            out[i] = candidate(presets[i].arch.id, presets[i].name);
+            out[i].preset = &presets[i];
         }
-        for (const CatalogModel& m : model_catalog()) {
-            const std::string id = m.id;
-            out.push_back(candidate(id, id.substr(id.find('/') + 1)));
-            out.back().model = &m;
+        for (std::size_t i = 0; i < catalog.size(); ++i) {
+            const std::string id = catalog[i].id;
+            Candidate& c = out[presets.size() + i];
+            c = candidate(id, id.substr(id.find('/') + 1));
+            c.model = &catalog[i];
         }
         return out;
     }();
@@ -187,23 +191,29 @@ std::vector<ModelMatch> search_models(const std::string& text, std::size_t limit
     const Query q = query(text);
     if (q.tokens.empty()) return {};
     const std::string typed = without_url(text);
-    using Rank = std::tuple<MatchKind, bool, std::size_t, std::size_t, bool, std::size_t, std::string>;
-    std::vector<std::pair<Rank, const Candidate*>> ranked;
-    for (const Candidate& c : candidates()) {
+    // The rank packed into one number (kind, not the id typed, name words left out, typos, a preset, the id's
+    // length), ties in the table's order (presets, then the catalog by id).
+    std::vector<std::pair<std::uint64_t, std::size_t>> ranked;
+    const std::vector<Candidate>& table = candidates();
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        const Candidate& c = table[i];
         MatchKind kind = MatchKind::fuzzy;
         std::size_t cost = 0;
         if (names(q, c)) kind = MatchKind::exact;
         else if (starts(q, c)) kind = MatchKind::prefix;
         else if ((cost = typo_cost(q, c)) == 0) continue;
-        const std::size_t missing = std::size_t(std::count_if(
-            c.core.begin(), c.core.end(), [&](const std::string& t) { return !contains(q.tokens, t); }));
-        ranked.push_back({Rank{kind, lower(c.id) != typed, missing, cost, c.preset != nullptr, c.id.size(), c.id}, &c});
+        std::uint64_t missing = 0;
+        for (const std::string& t : c.core) missing += !contains(q.tokens, t);
+        const std::uint64_t rank = std::uint64_t(kind) << 40 | std::uint64_t(lower(c.id) != typed) << 39 |
+                                   std::min<std::uint64_t>(missing, 255) << 31 | std::uint64_t(cost) << 28 |
+                                   std::uint64_t(c.preset != nullptr) << 27 | std::min<std::uint64_t>(c.id.size(), 1023);
+        ranked.push_back({rank, i});
     }
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(ranked.begin(), ranked.end());
     std::vector<ModelMatch> out;
     for (std::size_t i = 0; i < ranked.size() && i < limit; ++i) {
-        const Candidate& c = *ranked[i].second;
-        out.push_back({c.id, c.name, parameters(c), std::get<0>(ranked[i].first)});
+        const Candidate& c = table[ranked[i].second];
+        out.push_back({c.id, c.name, parameters(c), MatchKind(ranked[i].first >> 40)});
     }
     // Another organisation's copy ("unsloth/Qwen3-8B"): the models of that name, as fuzzy matches.
     if (const std::size_t slash = typed.find('/'); out.empty() && slash != std::string::npos) {
