@@ -74,14 +74,14 @@ std::vector<std::string> tokens(const std::string& text) {
 
 bool is_word(const std::string& token) { return letter(token[0]); }
 
-// Optimal string alignment distance: edits and adjacent transpositions.
-std::size_t typos(const std::string& a, const std::string& b) {
-    const std::size_t w = b.size() + 1;
+// Optimal string alignment distance between a and b's first n characters: edits and adjacent transpositions.
+std::size_t typos(const std::string& a, const std::string& b, std::size_t n) {
+    const std::size_t w = n + 1;
     std::vector<std::size_t> d((a.size() + 1) * w);
     for (std::size_t i = 0; i <= a.size(); ++i) d[i * w] = i;
-    for (std::size_t j = 0; j <= b.size(); ++j) d[j] = j;
+    for (std::size_t j = 0; j <= n; ++j) d[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i)
-        for (std::size_t j = 1; j <= b.size(); ++j) {
+        for (std::size_t j = 1; j <= n; ++j) {
             std::size_t& x = d[i * w + j];
             x = std::min(std::min(d[(i - 1) * w + j], d[i * w + j - 1]) + 1, d[(i - 1) * w + j - 1] + (a[i - 1] != b[j - 1]));
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) x = std::min(x, d[(i - 2) * w + j - 2] + 1);
@@ -166,9 +166,14 @@ bool starts(const Query& q, const Candidate& c) {
 std::size_t typo_cost(const Query& q, const Candidate& c) {
     std::size_t total = 0;
     for (const std::string& t : q.tokens) {
-        std::size_t best = t.size();
-        for (const std::string& u : c.all) best = std::min({best, typos(t, u), typos(t, u.substr(0, t.size()))});
-        if (best > (t.size() <= 4 ? 1u : 2u)) return 0;
+        const std::size_t allowed = t.size() <= 4 ? 1 : 2;
+        std::size_t best = allowed + 1;
+        for (const std::string& u : c.all) {
+            // The whole token, or its start: lengths further apart than the typos allowed never match.
+            if (u.size() <= t.size() + allowed && t.size() <= u.size() + allowed) best = std::min(best, typos(t, u, u.size()));
+            if (u.size() > t.size()) best = std::min(best, typos(t, u, t.size()));
+        }
+        if (best > allowed) return 0;
         total += best;
     }
     return total <= 3 ? total : 0;
