@@ -204,7 +204,7 @@ std::vector<Key> build_keys() {
             .shown(G::stack, "Framework version", "A release (\"0.2.1\") or a date (\"2024-05-20\", at most 32 characters): the stack’s revision in force then (torchtune before 0.3 and 0.5, lit-gpt’s 2023 loops, torchtitan’s RMSNorm and FSDP units, transformers before 5.10), whose defaults it sets again; the echo shows the revision applied."));
     add(Row("model", "model", T::model).codec(Codec::model).bind(member<&Config::model>())
             .first([](Config& c) { c.model = find_model_preset("llama-2-7b")->arch; }).defaults("\"llama-2-7b\"")
-            .shown(G::basics, "Model", "A preset, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", any case, or its hub URL), a pasted config.json ({\"hf_config\": {...}}) or an explicit architecture (below)."));
+            .shown(G::basics, "Model", "A preset, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", any case, its hub URL, or a spelling that names one alone: \"Qwen3-8B\", \"llama 3.1 8b\"), a pasted config.json ({\"hf_config\": {...}}) or an explicit architecture (below)."));
     add(Row("finetune", "finetune", T::object).codec(Codec::finetune).pick(view(kFinetune)).defaults("\"full\"")
             .shown(G::basics, "Fine-tuning", "Every weight trained, LoRA adapters over a frozen base, or QLoRA (LoRA over a 4-bit base). In JSON \"full\", or {\"method\": \"lora\" | \"qlora\"} with the members below."));
     child("finetune", Row("finetune.method", "", T::choice).bind(member<&Config::finetune, &Finetune::method>())
