@@ -83,8 +83,10 @@ async function visit({ network } = {}) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const runs = [];
 for (let i = 0; i < 5; i++) runs.push(await visit());
-// Chrome DevTools' "Fast 3G": 1.6 Mbps down, 750 kbps up, 150 ms round trip (562.5 ms as DevTools adds it).
-const fast3g = await visit({ network: { latency: 562.5, downloadThroughput: 1.6e6 / 8 * 0.9, uploadThroughput: 750e3 / 8 * 0.9 } });
+// "Fast 3G" as the goal states it: 1.6 Mbps down, 750 kbps up, 150 ms round trip (DevTools' own preset adds
+// 562.5 ms to every request instead).
+const fast3g = await visit({ network: { latency: 150, downloadThroughput: 1.6e6 / 8, uploadThroughput: 750e3 / 8 } });
+const wasmFetches = server.requests.filter((u) => u.startsWith('/vramcalc.wasm')).length / (runs.length + 1);
 await server.close();
 const part = (k) => median(runs.map((r) => r.parts[k]));
 console.log('From a cold browser to the first estimate (Chromium, 127.0.0.1, gzip; medians of 5):');
@@ -93,7 +95,8 @@ console.log(`  HTML received ${part('html').toFixed(0)} ms, scripts running ${pa
   `details below it ${part('details').toFixed(0)} ms`);
 console.log(`  first estimate ${part('first').toFixed(0)} ms  (goal <= ${GOALS.firstEstimateMs} ms: ` +
   `${part('first') <= GOALS.firstEstimateMs ? 'met' : 'missed'})`);
-console.log(`  on Fast 3G (1.6 Mbps, 150 ms RTT): first estimate ${fast3g.parts.first.toFixed(0)} ms  (goal <= ` +
+console.log(`  on Fast 3G (1.6 Mbps, 150 ms RTT): first estimate ${fast3g.parts.first.toFixed(0)} ms, the module fetched ` +
+  `${wasmFetches} time(s) a visit  (goal <= ` +
   `${GOALS.fast3gMs} ms: ${fast3g.parts.first <= GOALS.fast3gMs ? 'met' : 'missed'})`);
 const changes = runs.flatMap((r) => r.changes);
 console.log(`A field change to updated numbers: median ${median(changes.map((c) => c.total)).toFixed(1)} ms, worst ` +

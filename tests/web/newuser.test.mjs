@@ -186,3 +186,11 @@ test('model search: a misspelt name lists the closest models, one click picks on
   assert.equal(JSON.parse(await page.textContent('#config-json')).model, 'Qwen/Qwen3-8B');
   await context.close();
 });
+
+test('a sequence too long for the GPU is named as such, not as a micro-batch', async () => {
+  const { page, context } = await fresh('?model=llama-2-7b&gpu=a100-80gb&finetune=lora&seq_len=262144');
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'false');
+  assert.equal(await page.textContent('#max-mb'), 'none');
+  assert.equal(await page.textContent('#max-mb-sub'), 'one sequence of 262,144 tokens is too long');
+  await context.close();
+});
