@@ -89,6 +89,7 @@ Report make_report(const Config& c) {
     });
     r.time = estimate_step_time(c);
     r.run = estimate_run_cost(c, r.time);
+    if (c.plan.on) r.plans = make_plans(c);
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||

@@ -1,0 +1,515 @@
+#include "advice/planner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "advice/changes.hpp"
+#include "hardware/gpus.hpp"
+#include "setup/config_checks.hpp"
+#include "setup/config_json.hpp"
+#include "setup/schema.hpp"
+#include "setup/strategies.hpp"
+
+namespace vramcalc {
+
+using nlohmann::json;
+
+// The search, per strategy layout (strategy, zero stage, offload, FSDP version, tp, pp, GPUs: enumerated exactly from
+// the strategy table), over every combination of the change table's combinable axes (precision, the trainer's
+// options, attention, loss, activation offload, optimizer step, optimizer: exact, each axis keeping the
+// configuration's value or taking one of its rows), and for each combination a staircase over micro-batch x
+// checkpointing. Pruned, never changing the answer where its assumptions hold:
+// - memory never rises with more checkpointing along the checkpointing rows' chain, nor falls with a larger
+//   micro-batch: for each micro-batch the staircase takes the least checkpointing that fits, and stops at the first
+//   micro-batch that fits at no level;
+// - more checkpointing never shortens the step (it only adds recomputation), so the least that fits is the fastest;
+// - within an axis each row saves more than the one before it (changes.hpp): a layout whose floor (every axis at
+//   its last row, the most checkpointing, the smallest micro-batch) does not fit is skipped;
+// - branch and bound: a combination whose fastest micro-batch without more checkpointing (fit ignored) is no faster
+//   than the plans already kept is skipped.
+// tests/unit/test_planner.cpp checks the result against an exhaustive search of small spaces.
+
+namespace {
+
+constexpr std::size_t kMaxMicroBatchSteps = 11;  // 1 to 1024 when the global batch is not kept
+
+// Sequences per optimizer step (context-parallel ranks share one sequence).
+std::uint64_t global_batch(const Config& c) { return c.micro_batch * c.grad_accum * (c.gpus / (c.tp * c.pp * c.cp)); }
+
+struct Layout {
+    std::uint64_t gpus;
+    const StrategyTraits* strategy;
+    int zero;
+    Offload offload;
+    int fsdp_version;
+    std::uint64_t tp, pp;
+};
+
+bool same_layout(const Layout& l, const Config& c) {
+    return l.gpus == c.gpus && l.strategy->id == c.strategy && l.zero == c.zero && l.offload == c.offload &&
+           (l.strategy->id != Strategy::fsdp || l.fsdp_version == c.fsdp_version) && l.tp == c.tp && l.pp == c.pp;
+}
+
+json layout_patch(const Layout& l) {
+    return {{"gpus", l.gpus}, {"strategy", l.strategy->name}, {"zero", l.zero}, {"offload", to_string(l.offload)},
+            {"fsdp_version", l.fsdp_version}, {"tp", l.tp}, {"pp", l.pp}};
+}
+
+std::string layout_label(const Layout& l, const Config& from) {
+    std::string s = l.strategy->label;
+    if (l.strategy->id == Strategy::fsdp) s += " " + std::to_string(l.fsdp_version);
+    if (l.strategy->zero_stages != 1 && l.strategy->zero_labels[l.zero])
+        s += std::string(l.strategy->id == Strategy::deepspeed ? " stage " + std::to_string(l.zero) + " (" : " (") +
+             l.strategy->zero_labels[l.zero] + ")";
+    if (l.offload != Offload::none) s += ", " + std::string(to_string(l.offload)) + " offloaded to CPU";
+    if (l.tp > 1) s += ", tp " + std::to_string(l.tp);
+    if (l.pp > 1) s += ", pp " + std::to_string(l.pp);
+    if (l.gpus != from.gpus) s += " on " + std::to_string(l.gpus) + (l.gpus == 1 ? " GPU" : " GPUs");
+    return s;
+}
+
+std::vector<std::uint64_t> powers_of_two(std::uint64_t up_to) {
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t v = 1; v <= up_to; v *= 2) out.push_back(v);
+    return out;
+}
+
+// Every layout the strategy table allows on each GPU count (tp within a node, powers of two).
+std::vector<Layout> layouts_for(const Config& c, const std::vector<std::uint64_t>& counts) {
+    std::vector<Layout> out;
+    const std::vector<Strategy>& allowed = c.plan.strategies;
+    for (std::uint64_t g : counts)
+        for (const StrategyTraits& s : strategy_table()) {
+            if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), s.id) == allowed.end()) continue;
+            if ((s.max_gpus && g > s.max_gpus) || (g == 1 && s.id == Strategy::ddp)) continue;  // DDP on one GPU: single
+            for (int zero = 0; zero < 4; ++zero) {
+                if (!(s.zero_stages >> zero & 1)) continue;
+                std::vector<Offload> offloads{Offload::none};
+                if (s.offload == OffloadSupport::deepspeed && zero >= 1) offloads.push_back(Offload::optimizer);
+                if (s.offload == OffloadSupport::deepspeed && zero == 3) offloads.push_back(Offload::optimizer_and_params);
+                if (s.offload == OffloadSupport::fsdp && zero >= 2) offloads.push_back(Offload::optimizer_and_params);
+                const std::vector<int> versions = s.id == Strategy::fsdp ? std::vector<int>{1, 2} : std::vector<int>{c.fsdp_version};
+                for (Offload o : offloads)
+                    for (int v : versions) {
+                        const bool meshed = !s.mesh_needs_fsdp2 || v == 2;
+                        const auto tps = s.tensor_parallel && meshed ? powers_of_two(std::min(g, c.gpus_per_node)) : std::vector<std::uint64_t>{1};
+                        const auto pps = s.pipeline_parallel && meshed ? powers_of_two(std::min(g, c.model.layers)) : std::vector<std::uint64_t>{1};
+                        for (std::uint64_t tp : tps)
+                            for (std::uint64_t pp : pps)
+                                if (g % (tp * pp * c.cp) == 0) out.push_back({g, &s, zero, o, v, tp, pp});
+                    }
+            }
+        }
+    return out;
+}
+
+// (micro_batch, grad_accum) pairs, micro-batch ascending: those keeping the global batch on the layout's replicas,
+// or micro-batches 1 to 1024 with grad_accum as given.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> batch_splits(const Config& c, const Layout& l, bool keep_global,
+                                                                  std::uint64_t global) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    if (!keep_global) {
+        for (std::uint64_t b = 1; out.size() < kMaxMicroBatchSteps; b *= 2) out.push_back({b, c.grad_accum});
+        return out;
+    }
+    const std::uint64_t replicas = l.gpus / (l.tp * l.pp * c.cp);
+    if (global % replicas) return out;
+    const std::uint64_t per_replica = global / replicas;
+    for (std::uint64_t b = 1; b <= per_replica; ++b)
+        if (per_replica % b == 0) out.push_back({b, per_replica / b});
+    return out;
+}
+
+// A plain key's value set through its schema binding, exactly as parse_config reads it (nothing that follows these
+// keys is unpinned in an echoed configuration); false for a key with a codec of its own.
+bool set_typed(Config& c, const std::string& name, const json& v) {
+    const Key* k = find_key(name);
+    if (!k || k->parent || k->codec != Codec::typed || !k->value.at) return false;
+    void* p = k->value.at(c);
+    using K = Binding::Kind;
+    switch (k->value.kind) {
+        case K::u64:
+            if (!v.is_number_unsigned()) return false;
+            *static_cast<std::uint64_t*>(p) = v.get<std::uint64_t>();
+            return true;
+        case K::flag:
+            if (!v.is_boolean()) return false;
+            *static_cast<bool*>(p) = v.get<bool>();
+            return true;
+        case K::enumeration:
+            if (!v.is_string()) return false;
+            for (const ChoiceView& choice : k->choices)
+                if (v.get_ref<const std::string&>() == choice.name) {
+                    k->value.set_enum(p, choice.value);
+                    return true;
+                }
+            return false;
+        default: return false;
+    }
+}
+bool typed_patch(const json& patch) {
+    Config scratch;
+    for (auto it = patch.begin(); it != patch.end(); ++it)
+        if (!set_typed(scratch, it.key(), it.value())) return false;
+    return true;
+}
+
+bool valid(const Config& c) {
+    std::vector<FieldError> errors;
+    check_consistency(c, errors);
+    return errors.empty();
+}
+
+bool parse_into(const json& j, Config& out) {
+    ParsedConfig p = parse_config(j);
+    if (!p.ok()) return false;
+    out = std::move(p.config);
+    return true;
+}
+
+void merge(json& into, const json& patch) {
+    for (auto it = patch.begin(); it != patch.end(); ++it) into[it.key()] = it.value();
+}
+
+// How plans compare: a known step time before an unknown one, a full time before a lower bound (offload's CPU step
+// is not timed), then seconds per token (GPU-seconds per token when the GPU count may change and a price is given),
+// then fewer changes, then less memory.
+struct Rank {
+    bool untimed = true, bound = false;
+    double cost = 0;
+    std::size_t changes = 0;
+    double total = 0;
+};
+bool faster(const Rank& a, const Rank& b) {  // on time alone
+    if (a.untimed != b.untimed) return b.untimed;
+    if (a.bound != b.bound) return b.bound;
+    return a.cost < b.cost;
+}
+bool better(const Rank& a, const Rank& b) {
+    if (faster(a, b) || faster(b, a)) return faster(a, b);
+    if (a.changes != b.changes) return a.changes < b.changes;
+    return a.total < b.total;
+}
+
+struct Search {
+    const Config& from;  // the configuration plans change
+    json base;           // its echo, without `plan`
+    bool keep_global_batch;
+    std::uint64_t global_batch;  // the one kept
+    bool by_gpu_seconds;
+    std::size_t count;
+};
+
+Rank rank_of(const Search& s, const Config& c, const StepTime& t, double total, std::size_t changes) {
+    Rank r;
+    r.untimed = !t.known, r.bound = t.lower_bound, r.changes = changes, r.total = total;
+    if (t.known) r.cost = (s.by_gpu_seconds ? double(c.gpus) : 1.0) / t.tokens_per_s;
+    return r;
+}
+
+struct Found {
+    std::size_t layout = 0;
+    std::vector<const ChangeRow*> rows;  // the combination's rows, then the checkpointing row (if any)
+    std::uint64_t micro_batch = 0, grad_accum = 0;
+    Rank rank;
+};
+
+// The change table's axes the search combines (layout and micro-batch are its own; checkpointing is the staircase).
+constexpr ChangeAxis kCombined[] = {ChangeAxis::reference, ChangeAxis::teacher, ChangeAxis::rollout, ChangeAxis::reward,
+                                    ChangeAxis::inference_engine, ChangeAxis::precision, ChangeAxis::attention, ChangeAxis::loss,
+                                    ChangeAxis::activation_offload, ChangeAxis::optimizer_step, ChangeAxis::optimizer};
+
+std::vector<const ChangeRow*> rows_of(ChangeAxis axis, const ChangeContext& x) {
+    std::vector<const ChangeRow*> out;
+    for (const ChangeRow& r : change_table())
+        if (r.axis == axis && !r.changes_training && r.applies(x)) out.push_back(&r);
+    return out;
+}
+
+// The best plan per layout, best first, at most s.count.
+std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
+    std::vector<Found> best;  // one per layout
+    auto kth = [&]() -> const Rank* {
+        if (best.size() < s.count) return nullptr;
+        std::vector<const Found*> sorted;
+        for (const Found& f : best) sorted.push_back(&f);
+        std::nth_element(sorted.begin(), sorted.begin() + long(s.count - 1), sorted.end(),
+                         [](const Found* a, const Found* b) { return better(a->rank, b->rank); });
+        return &sorted[s.count - 1]->rank;
+    };
+    for (std::size_t li = 0; li < layouts.size(); ++li) {
+        const Layout& layout = layouts[li];
+        const auto splits = batch_splits(s.from, layout, s.keep_global_batch, s.global_batch);
+        if (splits.empty()) continue;
+        const bool moved = !same_layout(layout, s.from);
+        json jl = s.base;
+        if (moved) {
+            for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) jl.erase(follower);
+            merge(jl, layout_patch(layout));
+        }
+        Config cl;
+        if (!parse_into(jl, cl)) continue;
+        const MemoryEstimate ml = estimate_memory(cl);
+        const ChangeContext xl{cl, ml.at_peak(), 0};
+        std::vector<std::vector<const ChangeRow*>> axes;  // each: nullptr (keep) then its rows
+        for (ChangeAxis a : kCombined) {
+            std::vector<const ChangeRow*> options{nullptr};
+            for (const ChangeRow* r : rows_of(a, xl)) options.push_back(r);
+            if (options.size() > 1) axes.push_back(options);
+        }
+        std::vector<std::vector<const ChangeRow*>> chains;  // the checkpointing chain, and each selective row alone
+        chains.push_back({nullptr});
+        for (const ChangeRow* r : rows_of(ChangeAxis::checkpointing, xl)) chains[0].push_back(r);
+        for (const ChangeRow* r : rows_of(ChangeAxis::selective_recompute, xl)) chains.push_back({r});
+
+        // Configurations read through parse_config once per layout for the rows with codecs of their own (and the
+        // checkpointing levels); the plain rows are set on a copy through their schema bindings.
+        std::map<const ChangeRow*, std::pair<json, bool>> patches;  // each row's patch here, and whether it is plain
+        for (const auto& options : axes)
+            for (const ChangeRow* r : options)
+                if (r) patches[r] = {r->patch(xl), false}, patches[r].second = typed_patch(patches[r].first);
+        std::map<std::vector<const ChangeRow*>, std::pair<bool, Config>> parsed;
+        auto configure = [&](const std::vector<const ChangeRow*>& combo, const ChangeRow* level, Config& out) {
+            std::vector<const ChangeRow*> key;
+            json plain = json::object();
+            for (const ChangeRow* r : combo) {
+                const auto& [p, is_plain] = patches.at(r);
+                if (is_plain) merge(plain, p);
+                else key.push_back(r);
+            }
+            if (level) key.push_back(level);
+            auto it = parsed.find(key);
+            if (it == parsed.end()) {
+                json j = jl;
+                for (const ChangeRow* r : key) merge(j, r->patch(xl));
+                Config c;
+                const bool ok = key.empty() ? (c = cl, true) : parse_into(j, c);
+                it = parsed.emplace(key, std::pair<bool, Config>{ok, std::move(c)}).first;
+            }
+            if (!it->second.first) return false;
+            out = it->second.second;
+            for (auto p = plain.begin(); p != plain.end(); ++p) set_typed(out, p.key(), p.value());
+            return true;
+        };
+        auto at_batch = [&](Config& c, std::size_t i) {
+            c.micro_batch = splits[i].first, c.grad_accum = splits[i].second;
+            return !(c.optimizer_in_backward && c.grad_accum > 1) && valid(c);  // torchtune's optimizer_in_bwd: no accumulation
+        };
+
+        // The floor: every axis at its last row, the most checkpointing, the smallest micro-batch.
+        {
+            std::vector<const ChangeRow*> floor_rows;
+            for (const auto& options : axes) floor_rows.push_back(options.back());
+            Config floor;
+            if (configure(floor_rows, chains[0].back(), floor)) {
+                floor.micro_batch = splits[0].first, floor.grad_accum = splits[0].second;
+                if (!estimate_memory(floor).fits) continue;
+            }
+        }
+
+        std::vector<std::size_t> pick(axes.size(), 0);
+        Found* kept = nullptr;  // this layout's best so far
+        while (true) {
+            std::vector<const ChangeRow*> combo;
+            for (std::size_t a = 0; a < axes.size(); ++a)
+                if (axes[a][pick[a]]) combo.push_back(axes[a][pick[a]]);
+            const std::size_t base_changes = combo.size() + (moved ? 1 : 0);
+            Config c;
+            if (configure(combo, nullptr, c)) {
+                // The bound: its fastest micro-batch without more checkpointing, fit ignored.
+                Rank lower;
+                bool any = false;
+                for (std::size_t i = 0; i < splits.size(); ++i) {
+                    if (!at_batch(c, i)) continue;
+                    const Rank r = rank_of(s, c, estimate_step_time(c), 0, base_changes);
+                    if (!any || faster(r, lower)) lower = r;
+                    any = true;
+                }
+                const Rank* limit = kth();
+                const Rank* own = kept ? &kept->rank : nullptr;
+                auto beaten = [&](const Rank* b) {
+                    return b && !lower.untimed && !faster(lower, *b) && (faster(*b, lower) || b->changes <= lower.changes);
+                };
+                if (any && !beaten(limit) && !beaten(own)) {
+                    for (const auto& chain : chains) {
+                        std::size_t level = 0;
+                        Config at;
+                        bool have = configure(combo, chain[level], at);
+                        for (std::size_t i = 0; i < splits.size() && have;) {
+                            if (!at_batch(at, i)) {
+                                ++i;
+                                continue;
+                            }
+                            const MemoryEstimate m = estimate_memory(at);
+                            if (!m.fits) {
+                                if (++level == chain.size()) break;
+                                have = configure(combo, chain[level], at);
+                                continue;
+                            }
+                            const std::size_t changes = base_changes + (chain[level] ? 1 : 0) +
+                                                        (splits[i].first != s.from.micro_batch ? 1 : 0);
+                            const Rank r = rank_of(s, at, estimate_step_time(at), m.total, changes);
+                            if (!kept || better(r, kept->rank)) {
+                                Found f{li, combo, splits[i].first, splits[i].second, r};
+                                if (chain[level]) f.rows.push_back(chain[level]);
+                                if (kept) *kept = f;
+                                else {
+                                    best.push_back(f);
+                                    kept = &best.back();
+                                }
+                            }
+                            ++i;
+                        }
+                    }
+                }
+            }
+            std::size_t a = 0;
+            for (; a < axes.size(); ++a) {
+                if (++pick[a] < axes[a].size()) break;
+                pick[a] = 0;
+            }
+            if (a == axes.size()) break;
+        }
+    }
+    std::sort(best.begin(), best.end(), [](const Found& a, const Found& b) { return better(a.rank, b.rank); });
+    if (best.size() > s.count) best.resize(s.count);
+    return best;
+}
+
+json without_plan(const Config& c) {
+    json j = config_to_json(c);
+    j.erase("plan");
+    return j;
+}
+
+// A found plan as the normal path reads it: its patch applied to the echoed configuration by parse_config, then
+// estimated again (a plan that does not fit there is dropped).
+bool realise(const Search& s, const std::vector<Layout>& layouts, const Found& f, Plan& plan) {
+    const Layout& layout = layouts[f.layout];
+    const Config& from = s.from;
+    json j = s.base;
+    const ChangeContext x{from, estimate_memory(from).at_peak(), 0};
+    if (!same_layout(layout, from)) {
+        for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) j.erase(follower);
+        json shown = json::object();
+        const json lp = layout_patch(layout);
+        for (auto it = lp.begin(); it != lp.end(); ++it)
+            if (!s.base.contains(it.key()) || s.base[it.key()] != it.value()) shown[it.key()] = it.value();
+        merge(j, lp);
+        plan.changes.push_back({layout_label(layout, from), shown, false});
+    }
+    Config at_layout;
+    if (!parse_into(j, at_layout)) return false;
+    const ChangeContext xl{at_layout, x.peak, 0};
+    for (const ChangeRow* r : f.rows) {
+        const json p = r->patch(xl);
+        merge(j, p);
+        plan.changes.push_back({r->label(xl, p), p, false});
+    }
+    if (f.micro_batch != from.micro_batch || f.grad_accum != from.grad_accum) {
+        const json p = {{"micro_batch", f.micro_batch}, {"grad_accum", f.grad_accum}};
+        merge(j, p);
+        plan.changes.push_back({"micro_batch " + std::to_string(f.micro_batch) + " with grad_accum " + std::to_string(f.grad_accum) +
+                                    (s.keep_global_batch ? " (the same global batch)" : ""),
+                                p, false});
+    }
+    if (!parse_into(j, plan.config)) return false;
+    plan.memory = estimate_memory(plan.config);
+    if (!plan.memory.fits) return false;
+    plan.time = estimate_step_time(plan.config);
+    plan.run = estimate_run_cost(plan.config, plan.time);
+    return true;
+}
+
+std::vector<std::uint64_t> gpu_counts(const Config& c) {
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t g = 1; g <= c.plan.max_gpus; g *= 2) out.push_back(g);  // 1, 2, 4, 8, then nodes of 8 doubling
+    return out;
+}
+
+std::vector<Plan> plans_for(const Config& from, std::size_t count, std::uint64_t global) {
+    Search s{from, without_plan(from), from.plan.keep_global_batch, global,
+             !from.plan.keep_gpus && from.price_per_gpu_hour > 0, count};
+    std::vector<std::uint64_t> counts{from.gpus};
+    if (!from.plan.keep_gpus) {
+        counts = gpu_counts(from);
+        if (std::find(counts.begin(), counts.end(), from.gpus) == counts.end()) counts.push_back(from.gpus);
+    }
+    const std::vector<Layout> layouts = layouts_for(from, counts);
+    std::vector<Plan> out;
+    for (const Found& f : search(s, layouts)) {
+        Plan p;
+        if (realise(s, layouts, f, p)) out.push_back(std::move(p));
+    }
+    return out;
+}
+
+}  // namespace
+
+Plans make_plans(const Config& c, std::size_t count) {
+    Config from = c;
+    from.plan.on = false;
+    Plans out;
+    out.keeping_training = plans_for(from, count, global_batch(from));
+    if (c.plan.keep_method) return out;
+    const MemoryEstimate m = estimate_memory(from);
+    const ChangeContext x{from, m.at_peak(), 0};
+    for (const ChangeRow& row : change_table()) {
+        if (!row.changes_training || !row.applies(x)) continue;
+        const json patch = row.patch(x);
+        Config changed;
+        if (!apply_patch(from, patch, changed)) continue;
+        std::vector<Plan> after = plans_for(changed, 1, global_batch(changed));
+        if (after.empty()) continue;
+        Plan p = std::move(after.front());
+        p.changes.insert(p.changes.begin(), {row.label(x, patch), patch, true});
+        p.changes_training = true;
+        out.changing_training.push_back(std::move(p));
+    }
+    auto seconds_per_token = [](const Plan& p) { return p.time.known ? 1 / p.time.tokens_per_s : std::numeric_limits<double>::infinity(); };
+    std::stable_sort(out.changing_training.begin(), out.changing_training.end(),
+                     [&](const Plan& a, const Plan& b) { return seconds_per_token(a) < seconds_per_token(b); });
+    if (out.changing_training.size() > count) out.changing_training.resize(count);
+    return out;
+}
+
+Sizing size_run(const Config& c) {
+    Sizing out;
+    if (!(c.train_tokens > 0 || c.epochs * c.dataset_tokens > 0)) {
+        out.errors.push_back({"train_tokens", "sizing needs the run's tokens: train_tokens, or epochs and dataset_tokens"});
+        return out;
+    }
+    json base = without_plan(c);
+    // The layout is the planner's to choose on each option.
+    for (const char* key : {"strategy", "zero", "offload", "tp", "pp", "sequence_parallel", "pp_stages_per_rank"}) base.erase(key);
+    const bool priced = c.price_per_gpu_hour > 0 || !c.gpu_prices.empty();
+    for (const Gpu& gpu : gpu_catalog())
+        for (std::uint64_t g : gpu_counts(c)) {
+            json j = base;
+            j["gpu"] = gpu.id, j["gpus"] = g;
+            ParsedConfig p = parse_config(j);
+            if (!p.ok()) continue;
+            p.config.plan = c.plan;
+            p.config.plan.on = false, p.config.plan.keep_gpus = true;
+            SizingOption o{&gpu, g};
+            std::vector<Plan> plans = plans_for(p.config, 1, global_batch(c));
+            if (!plans.empty()) o.fits = true, o.plan = std::move(plans.front());
+            out.options.push_back(std::move(o));
+        }
+    auto cost = [&](const SizingOption& o) { return priced ? (o.plan.run.has_price ? o.plan.run.cost : std::numeric_limits<double>::infinity()) : o.plan.run.gpu_hours; };
+    auto timed = [](const SizingOption& o) { return o.fits && o.plan.run.has_tokens; };
+    std::stable_sort(out.options.begin(), out.options.end(), [&](const SizingOption& a, const SizingOption& b) {
+        if (timed(a) != timed(b)) return timed(a);
+        if (!timed(a)) return a.fits && !b.fits;
+        return cost(a) != cost(b) ? cost(a) < cost(b) : a.plan.run.hours < b.plan.run.hours;
+    });
+    // Sorted by cost, an option is on the frontier when it is faster than every cheaper one.
+    double fastest = std::numeric_limits<double>::infinity();
+    for (SizingOption& o : out.options)
+        if (timed(o) && o.plan.run.hours < fastest) o.pareto = true, fastest = o.plan.run.hours;
+    return out;
+}
+
+}  // namespace vramcalc
