@@ -34,6 +34,8 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxMicroBatchSteps = 11;  // 1 to 1024 when the global batch is not kept
+constexpr std::size_t kExactLayouts = 48;  // up to this many layouts the search is exact
+constexpr double kLayoutMargin = 1.1;
 
 // Sequences per optimizer step (context-parallel ranks share one sequence).
 std::uint64_t global_batch(const Config& c) { return c.micro_batch * c.grad_accum * (c.gpus / (c.tp * c.pp * c.cp)); }
@@ -60,9 +62,9 @@ json layout_patch(const Layout& l) {
 std::string layout_label(const Layout& l, const Config& from) {
     std::string s = l.strategy->label;
     if (l.strategy->id == Strategy::fsdp) s += " " + std::to_string(l.fsdp_version);
-    if (l.strategy->zero_stages != 1 && l.strategy->zero_labels[l.zero])
-        s += std::string(l.strategy->id == Strategy::deepspeed ? " stage " + std::to_string(l.zero) + " (" : " (") +
-             l.strategy->zero_labels[l.zero] + ")";
+    const char* zero = l.strategy->zero_stages != 1 ? l.strategy->zero_labels[l.zero] : nullptr;
+    if (l.strategy->id == Strategy::deepspeed) s += " stage " + std::to_string(l.zero) + (l.zero ? std::string(" (") + zero + ")" : "");
+    else if (zero && l.zero) s += std::string(l.strategy->id == Strategy::fsdp ? " " : ", ") + zero;
     if (l.offload != Offload::none) s += ", " + std::string(to_string(l.offload)) + " offloaded to CPU";
     if (l.tp > 1) s += ", tp " + std::to_string(l.tp);
     if (l.pp > 1) s += ", pp " + std::to_string(l.pp);
@@ -124,12 +126,11 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> batch_splits(const Config& 
 
 // A plain key's value set through its schema binding, exactly as parse_config reads it (nothing that follows these
 // keys is unpinned in an echoed configuration); false for a key with a codec of its own.
-bool set_typed(Config& c, const std::string& name, const json& v) {
-    const Key* k = find_key(name);
-    if (!k || k->parent || k->codec != Codec::typed || !k->value.at) return false;
-    void* p = k->value.at(c);
+bool set_typed(Config& c, const Key& k, const json& v) {
+    if (k.parent || k.codec != Codec::typed || !k.value.at) return false;
+    void* p = k.value.at(c);
     using K = Binding::Kind;
-    switch (k->value.kind) {
+    switch (k.value.kind) {
         case K::u64:
             if (!v.is_number_unsigned()) return false;
             *static_cast<std::uint64_t*>(p) = v.get<std::uint64_t>();
@@ -140,19 +141,25 @@ bool set_typed(Config& c, const std::string& name, const json& v) {
             return true;
         case K::enumeration:
             if (!v.is_string()) return false;
-            for (const ChoiceView& choice : k->choices)
+            for (const ChoiceView& choice : k.choices)
                 if (v.get_ref<const std::string&>() == choice.name) {
-                    k->value.set_enum(p, choice.value);
+                    k.value.set_enum(p, choice.value);
                     return true;
                 }
             return false;
         default: return false;
     }
 }
-bool typed_patch(const json& patch) {
+
+// A row's patch as settings of plain keys, when all its keys are plain.
+using PlainPatch = std::vector<std::pair<const Key*, json>>;
+bool plain_patch(const json& patch, PlainPatch& out) {
     Config scratch;
-    for (auto it = patch.begin(); it != patch.end(); ++it)
-        if (!set_typed(scratch, it.key(), it.value())) return false;
+    for (auto it = patch.begin(); it != patch.end(); ++it) {
+        const Key* k = find_key(it.key());
+        if (!k || !set_typed(scratch, *k, it.value())) return false;
+        out.push_back({k, it.value()});
+    }
     return true;
 }
 
@@ -228,29 +235,49 @@ std::vector<const ChangeRow*> rows_of(ChangeAxis axis, const ChangeContext& x) {
     return out;
 }
 
+// A layout read through parse_config, with what the search needs of it.
+struct Prepared {
+    std::size_t layout;
+    bool moved;        // not the configuration's own layout
+    json j;            // the echo with the layout's keys
+    Config config;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> splits;
+    std::vector<bool> split_valid;  // check_consistency on the micro-batch and grad_accum
+    Rank prior;        // its fastest split as it is (fit ignored): the order layouts are searched in
+};
+
 // The best plan per layout, best first, at most s.count.
 std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
-    std::vector<Found> best;  // one per layout
-    auto kth = [&]() -> const Rank* {
-        if (best.size() < s.count) return nullptr;
-        std::vector<const Found*> sorted;
-        for (const Found& f : best) sorted.push_back(&f);
-        std::nth_element(sorted.begin(), sorted.begin() + long(s.count - 1), sorted.end(),
-                         [](const Found* a, const Found* b) { return better(a->rank, b->rank); });
-        return &sorted[s.count - 1]->rank;
-    };
+    std::vector<Prepared> prepared;
     for (std::size_t li = 0; li < layouts.size(); ++li) {
-        const Layout& layout = layouts[li];
-        const auto splits = batch_splits(s.from, layout, s.keep_global_batch, s.global_batch);
-        if (splits.empty()) continue;
-        const bool moved = !same_layout(layout, s.from);
-        json jl = s.base;
-        if (moved) {
-            for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) jl.erase(follower);
-            merge(jl, layout_patch(layout));
+        Prepared p{li, !same_layout(layouts[li], s.from), s.base};
+        p.splits = batch_splits(s.from, layouts[li], s.keep_global_batch, s.global_batch);
+        if (p.splits.empty()) continue;
+        if (p.moved) {
+            for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) p.j.erase(follower);
+            merge(p.j, layout_patch(layouts[li]));
         }
-        Config cl;
-        if (!parse_into(jl, cl)) continue;
+        if (!parse_into(p.j, p.config)) continue;
+        // What check_consistency says of a micro-batch and grad_accum depends on the layout and the model only (its
+        // size limit, GRPO's whole groups), not on the combinable axes' keys: checked once per layout.
+        Config c = p.config;
+        bool any = false;
+        for (const auto& [b, accumulation] : p.splits) {
+            c.micro_batch = b, c.grad_accum = accumulation;
+            p.split_valid.push_back(valid(c));
+            if (!p.split_valid.back()) continue;
+            const Rank r = rank_of(s, c, estimate_step_time(c), 0, 0);
+            if (!any || faster(r, p.prior)) p.prior = r;
+            any = true;
+        }
+        if (any) prepared.push_back(std::move(p));
+    }
+    std::stable_sort(prepared.begin(), prepared.end(), [](const Prepared& a, const Prepared& b) { return faster(a.prior, b.prior); });
+
+    std::vector<Found> best;  // one per layout
+    for (Prepared& p : prepared) {
+        const Config& cl = p.config;
+        const auto& splits = p.splits;
         const MemoryEstimate ml = estimate_memory(cl);
         const ChangeContext xl{cl, ml.at_peak(), 0};
         std::vector<std::vector<const ChangeRow*>> axes;  // each: nullptr (keep) then its rows
@@ -264,104 +291,137 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
         for (const ChangeRow* r : rows_of(ChangeAxis::checkpointing, xl)) chains[0].push_back(r);
         for (const ChangeRow* r : rows_of(ChangeAxis::selective_recompute, xl)) chains.push_back({r});
 
-        // Configurations read through parse_config once per layout for the rows with codecs of their own (and the
-        // checkpointing levels); the plain rows are set on a copy through their schema bindings.
-        std::map<const ChangeRow*, std::pair<json, bool>> patches;  // each row's patch here, and whether it is plain
+        // Rows with codecs of their own (and the checkpointing levels) are read through parse_config, once per layout
+        // and set of them; plain rows are set on a copy through their schema bindings.
+        std::map<const ChangeRow*, std::pair<json, PlainPatch>> patches;
+        std::map<const ChangeRow*, bool> is_plain;
         for (const auto& options : axes)
             for (const ChangeRow* r : options)
-                if (r) patches[r] = {r->patch(xl), false}, patches[r].second = typed_patch(patches[r].first);
+                if (r) {
+                    auto& [patch, plain] = patches[r];
+                    patch = r->patch(xl);
+                    is_plain[r] = plain_patch(patch, plain);
+                }
         std::map<std::vector<const ChangeRow*>, std::pair<bool, Config>> parsed;
         auto configure = [&](const std::vector<const ChangeRow*>& combo, const ChangeRow* level, Config& out) {
             std::vector<const ChangeRow*> key;
-            json plain = json::object();
-            for (const ChangeRow* r : combo) {
-                const auto& [p, is_plain] = patches.at(r);
-                if (is_plain) merge(plain, p);
-                else key.push_back(r);
-            }
+            for (const ChangeRow* r : combo)
+                if (!is_plain[r]) key.push_back(r);
             if (level) key.push_back(level);
             auto it = parsed.find(key);
             if (it == parsed.end()) {
-                json j = jl;
-                for (const ChangeRow* r : key) merge(j, r->patch(xl));
+                json j = p.j;
+                for (const ChangeRow* r : key) merge(j, r == level ? r->patch(xl) : patches.at(r).first);
                 Config c;
                 const bool ok = key.empty() ? (c = cl, true) : parse_into(j, c);
                 it = parsed.emplace(key, std::pair<bool, Config>{ok, std::move(c)}).first;
             }
             if (!it->second.first) return false;
             out = it->second.second;
-            for (auto p = plain.begin(); p != plain.end(); ++p) set_typed(out, p.key(), p.value());
-            return true;
+            for (const ChangeRow* r : combo)
+                if (is_plain[r])
+                    for (const auto& [k, v] : patches.at(r).second) set_typed(out, *k, v);
+            return level || valid(out);
         };
         auto at_batch = [&](Config& c, std::size_t i) {
             c.micro_batch = splits[i].first, c.grad_accum = splits[i].second;
-            return !(c.optimizer_in_backward && c.grad_accum > 1) && valid(c);  // torchtune's optimizer_in_bwd: no accumulation
+            return p.split_valid[i] && !(c.optimizer_in_backward && c.grad_accum > 1);  // torchtune's optimizer_in_bwd: no accumulation
         };
 
-        // The floor: every axis at its last row, the most checkpointing, the smallest micro-batch.
+        // The floor: every axis at its last row and the most checkpointing. Splits past the largest micro-batch at
+        // which it fits (memory never falls with the micro-batch) fit nowhere; none fitting skips the layout.
+        std::size_t usable = splits.size();
         {
             std::vector<const ChangeRow*> floor_rows;
             for (const auto& options : axes) floor_rows.push_back(options.back());
             Config floor;
             if (configure(floor_rows, chains[0].back(), floor)) {
-                floor.micro_batch = splits[0].first, floor.grad_accum = splits[0].second;
-                if (!estimate_memory(floor).fits) continue;
+                auto fits_at = [&](std::size_t i) {
+                    floor.micro_batch = splits[i].first, floor.grad_accum = splits[i].second;
+                    return estimate_memory(floor).fits;
+                };
+                if (!fits_at(0)) continue;
+                std::size_t lo = 0, hi = splits.size();  // fits at lo, not at hi
+                while (hi - lo > 1) {
+                    const std::size_t mid = (lo + hi) / 2;
+                    (fits_at(mid) ? lo : hi) = mid;
+                }
+                usable = lo + 1;
             }
         }
-
-        std::vector<std::size_t> pick(axes.size(), 0);
+        // Plans of this layout matter while they beat its own best so far and the count-th best of the others.
+        const Rank* others = nullptr;
+        std::vector<const Found*> sorted;
+        for (const Found& f : best) sorted.push_back(&f);
+        if (sorted.size() >= s.count) {
+            std::nth_element(sorted.begin(), sorted.begin() + long(s.count - 1), sorted.end(),
+                             [](const Found* a, const Found* b) { return better(a->rank, b->rank); });
+            others = &sorted[s.count - 1]->rank;
+        }
+        const Rank limit = others ? *others : Rank{};
+        // Pruned over large spaces: the remaining axes (loss, optimizer, offload, the trainer's options) change the
+        // step by a few percent (the loss's and the optimizer step's share), so a layout whose fastest split as it
+        // is trails the plans kept by more than kLayoutMargin is skipped, unless precision or attention can change.
+        const bool speeds_up = std::any_of(axes.begin(), axes.end(), [](const std::vector<const ChangeRow*>& options) {
+            return options.back()->axis == ChangeAxis::precision || options.back()->axis == ChangeAxis::attention;
+        });
+        if (prepared.size() > kExactLayouts && others && !speeds_up && !p.prior.untimed && !limit.untimed &&
+            p.prior.bound == limit.bound && p.prior.cost > kLayoutMargin * limit.cost)
+            continue;
+        best.reserve(best.size() + 1);
         Found* kept = nullptr;  // this layout's best so far
+        std::vector<std::size_t> pick(axes.size(), 0);
         while (true) {
             std::vector<const ChangeRow*> combo;
             for (std::size_t a = 0; a < axes.size(); ++a)
                 if (axes[a][pick[a]]) combo.push_back(axes[a][pick[a]]);
-            const std::size_t base_changes = combo.size() + (moved ? 1 : 0);
+            const std::size_t base_changes = combo.size() + (p.moved ? 1 : 0);
             Config c;
             if (configure(combo, nullptr, c)) {
-                // The bound: its fastest micro-batch without more checkpointing, fit ignored.
-                Rank lower;
-                bool any = false;
-                for (std::size_t i = 0; i < splits.size(); ++i) {
-                    if (!at_batch(c, i)) continue;
-                    const Rank r = rank_of(s, c, estimate_step_time(c), 0, base_changes);
-                    if (!any || faster(r, lower)) lower = r;
-                    any = true;
-                }
-                const Rank* limit = kth();
-                const Rank* own = kept ? &kept->rank : nullptr;
-                auto beaten = [&](const Rank* b) {
-                    return b && !lower.untimed && !faster(lower, *b) && (faster(*b, lower) || b->changes <= lower.changes);
+                // Each split's step as it is, fit ignored: a bound on the split at every checkpointing level.
+                std::vector<Rank> as_is(splits.size());
+                std::vector<bool> timed(splits.size(), false);
+                for (std::size_t i = 0; i < usable; ++i)
+                    if (at_batch(c, i)) as_is[i] = rank_of(s, c, estimate_step_time(c), 0, base_changes), timed[i] = true;
+                auto beaten = [&](const Rank& lower) {
+                    auto by = [&](const Rank& b) {
+                        return !lower.untimed && !faster(lower, b) && (faster(b, lower) || b.changes <= lower.changes);
+                    };
+                    return (others && by(limit)) || (kept && by(kept->rank));
                 };
-                if (any && !beaten(limit) && !beaten(own)) {
-                    for (const auto& chain : chains) {
-                        std::size_t level = 0;
-                        Config at;
-                        bool have = configure(combo, chain[level], at);
-                        for (std::size_t i = 0; i < splits.size() && have;) {
-                            if (!at_batch(at, i)) {
-                                ++i;
-                                continue;
-                            }
-                            const MemoryEstimate m = estimate_memory(at);
-                            if (!m.fits) {
-                                if (++level == chain.size()) break;
-                                have = configure(combo, chain[level], at);
-                                continue;
-                            }
-                            const std::size_t changes = base_changes + (chain[level] ? 1 : 0) +
-                                                        (splits[i].first != s.from.micro_batch ? 1 : 0);
-                            const Rank r = rank_of(s, at, estimate_step_time(at), m.total, changes);
-                            if (!kept || better(r, kept->rank)) {
-                                Found f{li, combo, splits[i].first, splits[i].second, r};
-                                if (chain[level]) f.rows.push_back(chain[level]);
-                                if (kept) *kept = f;
-                                else {
-                                    best.push_back(f);
-                                    kept = &best.back();
-                                }
-                            }
+                auto promising = [&](std::size_t i) { return timed[i] && !beaten(as_is[i]); };
+                bool any = false;
+                for (std::size_t i = 0; i < usable; ++i) any = any || promising(i);
+                for (const auto& chain : any ? chains : decltype(chains){}) {
+                    std::size_t level = 0;
+                    Config at;
+                    bool have = configure(combo, chain[level], at);
+                    for (std::size_t i = 0; i < usable && have;) {
+                        // Skipping a split leaves the level where it is: the least level that fits never falls as
+                        // the micro-batch grows.
+                        if (!promising(i) || !at_batch(at, i)) {
                             ++i;
+                            continue;
                         }
+                        const MemoryEstimate m = estimate_memory(at);
+                        if (!m.fits) {
+                            if (++level == chain.size()) break;
+                            have = configure(combo, chain[level], at);
+                            continue;
+                        }
+                        const std::size_t changes = base_changes + (chain[level] ? 1 : 0) +
+                                                    (splits[i].first != s.from.micro_batch ? 1 : 0);
+                        const Rank r = rank_of(s, at, estimate_step_time(at), m.total, changes);
+                        if (!kept || better(r, kept->rank)) {
+                            Found f{p.layout, combo, splits[i].first, splits[i].second, r};
+                            if (chain[level]) f.rows.push_back(chain[level]);
+                            if (kept) *kept = f;
+                            else {
+                                best.push_back(f);
+                                kept = &best.back();
+                            }
+                        }
+                        ++i;
                     }
                 }
             }
