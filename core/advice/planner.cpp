@@ -64,7 +64,8 @@ std::string layout_label(const Layout& l, const Config& from) {
     if (l.strategy->id == Strategy::fsdp) s += " " + std::to_string(l.fsdp_version);
     const char* zero = l.strategy->zero_stages != 1 ? l.strategy->zero_labels[l.zero] : nullptr;
     if (l.strategy->id == Strategy::deepspeed) s += " stage " + std::to_string(l.zero) + (l.zero ? std::string(" (") + zero + ")" : "");
-    else if (zero && l.zero) s += std::string(l.strategy->id == Strategy::fsdp ? " " : ", ") + zero;
+    else if (l.strategy->id == Strategy::fsdp) s += std::string(" ") + zero;
+    else if (zero && l.zero) s += std::string(", ") + zero;
     if (l.offload != Offload::none) s += ", " + std::string(to_string(l.offload)) + " offloaded to CPU";
     if (l.tp > 1) s += ", tp " + std::to_string(l.tp);
     if (l.pp > 1) s += ", pp " + std::to_string(l.pp);
