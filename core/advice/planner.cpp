@@ -379,20 +379,27 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
             const std::size_t base_changes = combo.size() + (p.moved ? 1 : 0);
             Config c;
             if (configure(combo, nullptr, c)) {
-                // Each split's step as it is, fit ignored: a bound on the split at every checkpointing level.
+                // Each split's step as it is, fit ignored: a bound on the split at every checkpointing level. Whether
+                // the step is a lower bound (offload) is the combination's, so one split can rule them all out.
                 std::vector<Rank> as_is(splits.size());
                 std::vector<bool> timed(splits.size(), false);
-                for (std::size_t i = 0; i < usable; ++i)
-                    if (at_batch(c, i)) as_is[i] = rank_of(s, c, estimate_step_time(c), 0, base_changes), timed[i] = true;
                 auto beaten = [&](const Rank& lower) {
-                    auto by = [&](const Rank& b) {
-                        return !lower.untimed && !faster(lower, b) && (faster(b, lower) || b.changes <= lower.changes);
+                    auto by = [&](const Rank& b) {  // untimed (TRL's trainers): only fewer changes rank before
+                        if (lower.untimed) return b.untimed && b.changes < lower.changes;
+                        return !faster(lower, b) && (faster(b, lower) || b.changes <= lower.changes);
                     };
                     return (others && by(limit)) || (kept && by(kept->rank));
                 };
                 auto promising = [&](std::size_t i) { return timed[i] && !beaten(as_is[i]); };
                 bool any = false;
-                for (std::size_t i = 0; i < usable; ++i) any = any || promising(i);
+                for (std::size_t i = 0; i < usable; ++i) {
+                    if (!at_batch(c, i)) continue;
+                    as_is[i] = rank_of(s, c, estimate_step_time(c), 0, base_changes), timed[i] = true;
+                    any = any || promising(i);
+                    Rank unbounded = as_is[i];
+                    unbounded.cost = 0;
+                    if (beaten(unbounded)) break;
+                }
                 for (const auto& chain : any ? chains : decltype(chains){}) {
                     std::size_t level = 0;
                     Config at;
