@@ -1,7 +1,6 @@
 #include "advice/planner.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -28,7 +27,11 @@ using nlohmann::json;
 // - within an axis each row saves more than the one before it (changes.hpp): a layout whose floor (every axis at
 //   its last row, the most checkpointing, the smallest micro-batch) does not fit is skipped;
 // - branch and bound: a combination whose fastest micro-batch without more checkpointing (fit ignored) is no faster
-//   than the plans already kept is skipped.
+//   than the plans already kept is skipped;
+// - whether a micro-batch and grad_accum pass check_consistency depends on the layout, not on the combined axes.
+// Pruned over large spaces only (more than kExactLayouts layouts), where the answer may differ from an exhaustive
+// search: a layout trailing the kept plans by more than kLayoutMargin is skipped unless precision or attention can
+// change (the other axes move the step by a few percent).
 // tests/unit/test_planner.cpp checks the result against an exhaustive search of small spaces.
 
 namespace {
@@ -186,14 +189,14 @@ void merge(json& into, const json& patch) {
 // then fewer changes, then less memory.
 struct Rank {
     bool untimed = true, bound = false;
-    double cost = 0;
+    double seconds_per_token = 0;  // GPU-seconds when ranking by cost
     std::size_t changes = 0;
     double total = 0;
 };
 bool faster(const Rank& a, const Rank& b) {  // on time alone
     if (a.untimed != b.untimed) return b.untimed;
     if (a.bound != b.bound) return b.bound;
-    return a.cost < b.cost;
+    return a.seconds_per_token < b.seconds_per_token;
 }
 bool better(const Rank& a, const Rank& b) {
     if (faster(a, b) || faster(b, a)) return faster(a, b);
@@ -213,7 +216,7 @@ struct Search {
 Rank rank_of(const Search& s, const Config& c, const StepTime& t, double total, std::size_t changes) {
     Rank r;
     r.untimed = !t.known, r.bound = t.lower_bound, r.changes = changes, r.total = total;
-    if (t.known) r.cost = (s.by_gpu_seconds ? double(c.gpus) : 1.0) / t.tokens_per_s;
+    if (t.known) r.seconds_per_token = (s.by_gpu_seconds ? double(c.gpus) : 1.0) / t.tokens_per_s;
     return r;
 }
 
@@ -351,15 +354,14 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
             }
         }
         // Plans of this layout matter while they beat its own best so far and the count-th best of the others.
-        const Rank* others = nullptr;
-        std::vector<const Found*> sorted;
-        for (const Found& f : best) sorted.push_back(&f);
-        if (sorted.size() >= s.count) {
-            std::nth_element(sorted.begin(), sorted.begin() + long(s.count - 1), sorted.end(),
-                             [](const Found* a, const Found* b) { return better(a->rank, b->rank); });
-            others = &sorted[s.count - 1]->rank;
+        const bool others = best.size() >= s.count;
+        Rank limit;
+        if (others) {
+            std::vector<Rank> ranks;
+            for (const Found& f : best) ranks.push_back(f.rank);
+            std::nth_element(ranks.begin(), ranks.begin() + long(s.count - 1), ranks.end(), better);
+            limit = ranks[s.count - 1];
         }
-        const Rank limit = others ? *others : Rank{};
         // Pruned over large spaces: the remaining axes (loss, optimizer, offload, the trainer's options) change the
         // step by a few percent (the loss's and the optimizer step's share), so a layout whose fastest split as it
         // is trails the plans kept by more than kLayoutMargin is skipped, unless precision or attention can change.
@@ -367,7 +369,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
             return options.back()->axis == ChangeAxis::precision || options.back()->axis == ChangeAxis::attention;
         });
         if (prepared.size() > kExactLayouts && others && !speeds_up && !p.prior.untimed && !limit.untimed &&
-            p.prior.bound == limit.bound && p.prior.cost > kLayoutMargin * limit.cost)
+            p.prior.bound == limit.bound && p.prior.seconds_per_token > kLayoutMargin * limit.seconds_per_token)
             continue;
         best.reserve(best.size() + 1);
         Found* kept = nullptr;  // this layout's best so far
@@ -397,7 +399,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                     as_is[i] = rank_of(s, c, estimate_step_time(c), 0, base_changes), timed[i] = true;
                     any = any || promising(i);
                     Rank unbounded = as_is[i];
-                    unbounded.cost = 0;
+                    unbounded.seconds_per_token = 0;
                     if (beaten(unbounded)) break;
                 }
                 for (const auto& chain : any ? chains : decltype(chains){}) {
@@ -458,7 +460,6 @@ bool realise(const Search& s, const std::vector<Layout>& layouts, const Found& f
     const Layout& layout = layouts[f.layout];
     const Config& from = s.from;
     json j = s.base;
-    const ChangeContext x{from, estimate_memory(from).at_peak(), 0};
     if (!same_layout(layout, from)) {
         for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) j.erase(follower);
         json shown = json::object();
@@ -470,7 +471,8 @@ bool realise(const Search& s, const std::vector<Layout>& layouts, const Found& f
     }
     Config at_layout;
     if (!parse_into(j, at_layout)) return false;
-    const ChangeContext xl{at_layout, x.peak, 0};
+    const MemoryEstimate m = estimate_memory(at_layout);
+    const ChangeContext xl{at_layout, m.at_peak(), 0};
     for (const ChangeRow* r : f.rows) {
         const json p = r->patch(xl);
         merge(j, p);
@@ -529,6 +531,7 @@ Plans make_plans(const Config& c, std::size_t count) {
         const json patch = row.patch(x);
         Config changed;
         if (!apply_patch(from, patch, changed)) continue;
+        changed.plan = from.plan;
         std::vector<Plan> after = plans_for(changed, 1, global_batch(changed));
         if (after.empty()) continue;
         Plan p = std::move(after.front());
@@ -566,17 +569,20 @@ Sizing size_run(const Config& c) {
             if (!plans.empty()) o.fits = true, o.plan = std::move(plans.front());
             out.options.push_back(std::move(o));
         }
-    auto cost = [&](const SizingOption& o) { return priced ? (o.plan.run.has_price ? o.plan.run.cost : std::numeric_limits<double>::infinity()) : o.plan.run.gpu_hours; };
+    // Cheapest first: by cost where priced (unpriced GPUs after), else by GPU-hours; untimed and unfitting ones last.
     auto timed = [](const SizingOption& o) { return o.fits && o.plan.run.has_tokens; };
+    auto ranked = [&](const SizingOption& o) { return timed(o) && (!priced || o.plan.run.has_price); };
+    auto cost = [&](const SizingOption& o) { return priced ? o.plan.run.cost : o.plan.run.gpu_hours; };
     std::stable_sort(out.options.begin(), out.options.end(), [&](const SizingOption& a, const SizingOption& b) {
+        if (ranked(a) != ranked(b)) return ranked(a);
         if (timed(a) != timed(b)) return timed(a);
-        if (!timed(a)) return a.fits && !b.fits;
+        if (!ranked(a)) return a.fits && !b.fits;
         return cost(a) != cost(b) ? cost(a) < cost(b) : a.plan.run.hours < b.plan.run.hours;
     });
-    // Sorted by cost, an option is on the frontier when it is faster than every cheaper one.
+    // In that order, an option is on the time-cost frontier when it is faster than every cheaper one.
     double fastest = std::numeric_limits<double>::infinity();
     for (SizingOption& o : out.options)
-        if (timed(o) && o.plan.run.hours < fastest) o.pareto = true, fastest = o.plan.run.hours;
+        if (ranked(o) && o.plan.run.hours < fastest) o.pareto = true, fastest = o.plan.run.hours;
     return out;
 }
 

@@ -41,7 +41,7 @@ struct SizingOption {
     std::uint64_t gpus = 0;
     bool fits = false;
     Plan plan;            // the fastest plan that fits on it (when it fits)
-    bool pareto = false;  // no other option is both faster and cheaper (GPU-hours without prices)
+    bool pareto = false;  // no cheaper option is as fast (cost, or GPU-hours without prices; priced GPUs only)
 };
 
 struct Sizing {
