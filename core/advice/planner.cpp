@@ -52,6 +52,9 @@ struct Layout {
     std::uint64_t tp, pp;
 };
 
+// Keys whose defaults follow the layout, left to their rules when the layout changes.
+constexpr const char* kLayoutFollowers[] = {"sequence_parallel", "pp_stages_per_rank"};
+
 bool same_layout(const Layout& l, const Config& c) {
     return l.gpus == c.gpus && l.strategy->id == c.strategy && l.zero == c.zero && l.offload == c.offload &&
            (l.strategy->id != Strategy::fsdp || l.fsdp_version == c.fsdp_version) && l.tp == c.tp && l.pp == c.pp;
@@ -139,6 +142,10 @@ bool set_typed(Config& c, const Key& k, const json& v) {
             if (!v.is_number_unsigned()) return false;
             *static_cast<std::uint64_t*>(p) = v.get<std::uint64_t>();
             return true;
+        case K::i32:
+            if (!v.is_number_integer()) return false;
+            *static_cast<int*>(p) = v.get<int>();
+            return true;
         case K::flag:
             if (!v.is_boolean()) return false;
             *static_cast<bool*>(p) = v.get<bool>();
@@ -155,16 +162,55 @@ bool set_typed(Config& c, const Key& k, const json& v) {
     }
 }
 
-// A row's patch as settings of plain keys, when all its keys are plain.
-using PlainPatch = std::vector<std::pair<const Key*, json>>;
-bool plain_patch(const json& patch, PlainPatch& out) {
-    Config scratch;
-    for (auto it = patch.begin(); it != patch.end(); ++it) {
-        const Key* k = find_key(it.key());
-        if (!k || !set_typed(scratch, *k, it.value())) return false;
-        out.push_back({k, it.value()});
+// A key's value and its members' copied through the schema's bindings (false where one has none).
+bool copyable(const Key& k) {
+    const std::size_t row = std::size_t(&k - config_keys().data()) + 1;
+    for (const Key& member : config_keys())
+        if (member.parent == row && !copyable(member)) return false;
+    return k.value.at != nullptr;
+}
+void copy_key(const Key& k, const Config& from, Config& to) {
+    const std::size_t row = std::size_t(&k - config_keys().data()) + 1;
+    for (const Key& member : config_keys())
+        if (member.parent == row) copy_key(member, from, to);
+    const void* a = k.value.at_const(from);
+    void* b = k.value.at(to);
+    using K = Binding::Kind;
+    switch (k.value.kind) {
+        case K::u64: *static_cast<std::uint64_t*>(b) = *static_cast<const std::uint64_t*>(a); break;
+        case K::i32: *static_cast<int*>(b) = *static_cast<const int*>(a); break;
+        case K::f64: *static_cast<double*>(b) = *static_cast<const double*>(a); break;
+        case K::flag: *static_cast<bool*>(b) = *static_cast<const bool*>(a); break;
+        case K::text: *static_cast<std::string*>(b) = *static_cast<const std::string*>(a); break;
+        case K::enumeration: k.value.set_enum(b, k.value.get_enum(a)); break;
+        case K::architecture: *static_cast<Architecture*>(b) = *static_cast<const Architecture*>(a); break;
+        case K::none: break;
     }
-    return true;
+}
+
+// What a row's patch does, read once per search by parse_config over the configuration's echo: the keys whose echo
+// it changes, copied onto each layout's configuration through their bindings (none of them follows the layout).
+struct RowEffect {
+    bool ok = false;        // parse_config took it on the configuration's own layout (else it is read again per layout)
+    bool copyable = false;  // every key it changes has a binding (else it is read again per layout)
+    Config parsed;
+    std::vector<const Key*> keys;
+};
+RowEffect effect_of(const json& base, const json& patch) {
+    RowEffect e;
+    json j = base;
+    for (auto it = patch.begin(); it != patch.end(); ++it) j[it.key()] = it.value();
+    ParsedConfig p = parse_config(j);
+    if (!(e.ok = p.ok())) return e;
+    e.parsed = std::move(p.config);
+    json echo = config_to_json(e.parsed);
+    e.copyable = true;
+    for (const Key& k : config_keys()) {
+        if (k.parent || echo.value(k.name, json()) == base.value(k.name, json())) continue;
+        e.keys.push_back(&k);
+        e.copyable = e.copyable && copyable(k);
+    }
+    return e;
 }
 
 bool valid(const Config& c) {
@@ -243,7 +289,6 @@ std::vector<const ChangeRow*> rows_of(ChangeAxis axis, const ChangeContext& x) {
 struct Prepared {
     std::size_t layout;
     bool moved;        // not the configuration's own layout
-    json j;            // the echo with the layout's keys
     Config config;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> splits;
     std::vector<bool> split_valid;  // check_consistency on the micro-batch and grad_accum
@@ -254,14 +299,18 @@ struct Prepared {
 std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
     std::vector<Prepared> prepared;
     for (std::size_t li = 0; li < layouts.size(); ++li) {
-        Prepared p{li, !same_layout(layouts[li], s.from), s.base};
+        Prepared p{li, !same_layout(layouts[li], s.from)};
         p.splits = batch_splits(s.from, layouts[li], s.keep_global_batch, s.global_batch);
         if (p.splits.empty()) continue;
+        // The layout's keys are plain: set through their bindings, the keys that follow them given their defaults by
+        // their own rules, as parse_config reads the echo without those followers and with the layout's keys.
+        p.config = s.from;
         if (p.moved) {
-            for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) p.j.erase(follower);
-            merge(p.j, layout_patch(layouts[li]));
+            const json patch = layout_patch(layouts[li]);
+            for (auto it = patch.begin(); it != patch.end(); ++it) set_typed(p.config, *find_key(it.key()), it.value());
+            for (const char* follower : kLayoutFollowers) find_key(follower)->before(p.config);
+            if (!valid(p.config)) continue;
         }
-        if (!parse_into(p.j, p.config)) continue;
         // What check_consistency says of a micro-batch and grad_accum depends on the layout and the model only (its
         // size limit, GRPO's whole groups), not on the combinable axes' keys: checked once per layout.
         Config c = p.config;
@@ -278,6 +327,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
     }
     std::stable_sort(prepared.begin(), prepared.end(), [](const Prepared& a, const Prepared& b) { return faster(a.prior, b.prior); });
 
+    std::map<std::string, RowEffect> effects;  // by patch
     std::vector<Found> best;  // one per layout
     for (Prepared& p : prepared) {
         const Config& cl = p.config;
@@ -295,37 +345,41 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
         for (const ChangeRow* r : rows_of(ChangeAxis::checkpointing, xl)) chains[0].push_back(r);
         for (const ChangeRow* r : rows_of(ChangeAxis::selective_recompute, xl)) chains.push_back({r});
 
-        // Rows with codecs of their own (and the checkpointing levels) are read through parse_config, once per layout
-        // and set of them; plain rows are set on a copy through their schema bindings.
-        std::map<const ChangeRow*, std::pair<json, PlainPatch>> patches;
-        std::map<const ChangeRow*, bool> is_plain;
-        for (const auto& options : axes)
-            for (const ChangeRow* r : options)
-                if (r) {
-                    auto& [patch, plain] = patches[r];
-                    patch = r->patch(xl);
-                    is_plain[r] = plain_patch(patch, plain);
-                }
-        std::map<std::vector<const ChangeRow*>, std::pair<bool, Config>> parsed;
+        // Each row's effect (read once per search) copied onto the layout's configuration; rows that change a key
+        // without a binding, or that the configuration's own layout refuses, are read through parse_config with the
+        // layout's keys, once per set of them.
+        std::map<std::vector<const ChangeRow*>, std::pair<bool, Config>> reread;
         auto configure = [&](const std::vector<const ChangeRow*>& combo, const ChangeRow* level, Config& out) {
-            std::vector<const ChangeRow*> key;
-            for (const ChangeRow* r : combo)
-                if (!is_plain[r]) key.push_back(r);
-            if (level) key.push_back(level);
-            auto it = parsed.find(key);
-            if (it == parsed.end()) {
-                json j = p.j;
-                for (const ChangeRow* r : key) merge(j, r == level ? r->patch(xl) : patches.at(r).first);
-                Config c;
-                const bool ok = key.empty() ? (c = cl, true) : parse_into(j, c);
-                it = parsed.emplace(key, std::pair<bool, Config>{ok, std::move(c)}).first;
+            std::vector<const ChangeRow*> rows = combo;
+            if (level) rows.push_back(level);
+            out = cl;
+            std::vector<const ChangeRow*> uncopyable;
+            for (const ChangeRow* r : rows) {
+                const json patch = r->patch(xl);
+                auto it = effects.find(patch.dump());
+                if (it == effects.end()) it = effects.emplace(patch.dump(), effect_of(s.base, patch)).first;
+                const RowEffect& e = it->second;
+                if (!e.ok || !e.copyable) uncopyable.push_back(r);  // refused on the configuration's own layout only, maybe
+                else
+                    for (const Key* k : e.keys) copy_key(*k, e.parsed, out);
             }
-            if (!it->second.first) return false;
-            out = it->second.second;
-            for (const ChangeRow* r : combo)
-                if (is_plain[r])
-                    for (const auto& [k, v] : patches.at(r).second) set_typed(out, *k, v);
-            return level || valid(out);
+            if (!uncopyable.empty()) {
+                auto it = reread.find(rows);
+                if (it == reread.end()) {
+                    json j = s.base;
+                    if (p.moved) {
+                        for (const char* follower : kLayoutFollowers) j.erase(follower);
+                        merge(j, layout_patch(layouts[p.layout]));
+                    }
+                    for (const ChangeRow* r : rows) merge(j, r->patch(xl));
+                    Config c;
+                    const bool ok = parse_into(j, c);
+                    it = reread.emplace(rows, std::pair<bool, Config>{ok, std::move(c)}).first;
+                }
+                if (!it->second.first) return false;
+                out = it->second.second;
+            }
+            return valid(out);
         };
         auto at_batch = [&](Config& c, std::size_t i) {
             c.micro_batch = splits[i].first, c.grad_accum = splits[i].second;
@@ -461,7 +515,7 @@ bool realise(const Search& s, const std::vector<Layout>& layouts, const Found& f
     const Config& from = s.from;
     json j = s.base;
     if (!same_layout(layout, from)) {
-        for (const char* follower : {"sequence_parallel", "pp_stages_per_rank"}) j.erase(follower);
+        for (const char* follower : kLayoutFollowers) j.erase(follower);
         json shown = json::object();
         const json lp = layout_patch(layout);
         for (auto it = lp.begin(); it != lp.end(); ++it)
@@ -554,7 +608,8 @@ Sizing size_run(const Config& c) {
     }
     json base = without_plan(c);
     // The layout is the planner's to choose on each option.
-    for (const char* key : {"strategy", "zero", "offload", "tp", "pp", "sequence_parallel", "pp_stages_per_rank"}) base.erase(key);
+    for (const char* key : {"strategy", "zero", "offload", "tp", "pp"}) base.erase(key);
+    for (const char* key : kLayoutFollowers) base.erase(key);
     const bool priced = c.price_per_gpu_hour > 0 || !c.gpu_prices.empty();
     for (const Gpu& gpu : gpu_catalog())
         for (std::uint64_t g : gpu_counts(c)) {
