@@ -386,27 +386,6 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
             return p.split_valid[i] && !(c.optimizer_in_backward && c.grad_accum > 1);  // torchtune's optimizer_in_bwd: no accumulation
         };
 
-        // The floor: every axis at its last row and the most checkpointing. Splits past the largest micro-batch at
-        // which it fits (memory never falls with the micro-batch) fit nowhere; none fitting skips the layout.
-        std::size_t usable = splits.size();
-        {
-            std::vector<const ChangeRow*> floor_rows;
-            for (const auto& options : axes) floor_rows.push_back(options.back());
-            Config floor;
-            if (configure(floor_rows, chains[0].back(), floor)) {
-                auto fits_at = [&](std::size_t i) {
-                    floor.micro_batch = splits[i].first, floor.grad_accum = splits[i].second;
-                    return estimate_memory(floor).fits;
-                };
-                if (!fits_at(0)) continue;
-                std::size_t lo = 0, hi = splits.size();  // fits at lo, not at hi
-                while (hi - lo > 1) {
-                    const std::size_t mid = (lo + hi) / 2;
-                    (fits_at(mid) ? lo : hi) = mid;
-                }
-                usable = lo + 1;
-            }
-        }
         // Plans of this layout matter while they beat its own best so far and the count-th best of the others.
         const bool others = best.size() >= s.count;
         Rank limit;
@@ -425,6 +404,37 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
         if (prepared.size() > kExactLayouts && others && !speeds_up && !p.prior.untimed && !limit.untimed &&
             p.prior.bound == limit.bound && p.prior.seconds_per_token > kLayoutMargin * limit.seconds_per_token)
             continue;
+        // Memory never falls as the micro-batch grows at a fixed grad_accum; keeping the global batch, the split
+        // without accumulation (the largest micro-batch) drops the accumulation's buffers too, so it stands apart:
+        // splits [0, ordered) are monotone, the one after them is searched on its own.
+        const bool alone = s.keep_global_batch && splits.size() > 1 && splits.back().second == 1;
+        const std::size_t ordered = splits.size() - (alone ? 1 : 0);
+        // The floor: every axis at its last row and the most checkpointing. Ordered splits past the largest
+        // micro-batch at which it fits fit nowhere; a layout whose floor fits at no split is skipped.
+        std::vector<std::size_t> usable;
+        {
+            std::vector<const ChangeRow*> floor_rows;
+            for (const auto& options : axes) floor_rows.push_back(options.back());
+            Config floor;
+            if (configure(floor_rows, chains[0].back(), floor)) {
+                auto fits_at = [&](std::size_t i) {
+                    floor.micro_batch = splits[i].first, floor.grad_accum = splits[i].second;
+                    return estimate_memory(floor).fits;
+                };
+                if (fits_at(0)) {
+                    std::size_t lo = 0, hi = ordered;  // fits at lo, not at hi
+                    while (hi - lo > 1) {
+                        const std::size_t mid = (lo + hi) / 2;
+                        (fits_at(mid) ? lo : hi) = mid;
+                    }
+                    for (std::size_t i = 0; i <= lo; ++i) usable.push_back(i);
+                }
+                if (alone && fits_at(ordered)) usable.push_back(ordered);
+            } else {
+                for (std::size_t i = 0; i < splits.size(); ++i) usable.push_back(i);
+            }
+            if (usable.empty()) continue;
+        }
         best.reserve(best.size() + 1);
         Found* kept = nullptr;  // this layout's best so far
         std::vector<std::size_t> pick(axes.size(), 0);
@@ -448,7 +458,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                 };
                 auto promising = [&](std::size_t i) { return timed[i] && !beaten(as_is[i]); };
                 bool any = false;
-                for (std::size_t i = 0; i < usable; ++i) {
+                for (std::size_t i : usable) {
                     if (!at_batch(c, i)) continue;
                     as_is[i] = rank_of(s, c, estimate_step_time(c), 0, base_changes), timed[i] = true;
                     any = any || promising(i);
@@ -456,11 +466,12 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                     unbounded.seconds_per_token = 0;
                     if (beaten(unbounded)) break;
                 }
-                for (const auto& chain : any ? chains : decltype(chains){}) {
+                // The staircase over splits[begin, end): for each, the least level of the chain that fits.
+                auto walk = [&](const std::vector<const ChangeRow*>& chain, std::size_t begin, std::size_t end) {
                     std::size_t level = 0;
                     Config at;
                     bool have = configure(combo, chain[level], at);
-                    for (std::size_t i = 0; i < usable && have;) {
+                    for (std::size_t i = begin; i < end && have;) {
                         // Skipping a split leaves the level where it is: the least level that fits never falls as
                         // the micro-batch grows.
                         if (!promising(i) || !at_batch(at, i)) {
@@ -487,6 +498,11 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                         }
                         ++i;
                     }
+                };
+                const std::size_t ordered_usable = usable.back() == ordered ? usable.size() - 1 : usable.size();
+                for (const auto& chain : any ? chains : decltype(chains){}) {
+                    walk(chain, 0, ordered_usable);
+                    if (alone && usable.back() == ordered) walk(chain, ordered, ordered + 1);
                 }
             }
             std::size_t a = 0;

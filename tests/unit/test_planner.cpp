@@ -204,6 +204,10 @@ TEST_CASE("planner: the pruned search finds what an exhaustive one finds") {
     for (json j : {kLlama13bOnOneA100,
                    json{{"model", "llama-2-7b"}, {"gpu", "a100-80gb"}, {"strategy", "deepspeed"}},  // bf16-true is the single GPU's
                    json{{"model", "llama-2-7b"}, {"gpu", "l40s"}, {"gpus", 2}, {"seq_len", 2048}, {"micro_batch", 2}, {"grad_accum", 4}},
+                   // FSDP's accumulation keeps unsharded gradients: the split without accumulation can fit where smaller
+                   // micro-batches do not.
+                   json{{"model", "llama-2-7b"}, {"gpu", "a100-40gb"}, {"gpus", 2}, {"strategy", "fsdp"}, {"seq_len", 4096},
+                        {"micro_batch", 1}, {"grad_accum", 4}},
                    json{{"model", "llama-2-7b"}, {"gpu", "l4"}, {"seq_len", 1024}, {"micro_batch", 4}, {"attention", "eager"},
                         {"precision", "32-true"}, {"finetune", {{"method", "lora"}}}}}) {
         INFO(j.dump());
