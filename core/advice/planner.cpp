@@ -37,6 +37,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxMicroBatchSteps = 11;  // 1 to 1024 when the global batch is not kept
+constexpr std::uint64_t kMaxMicroBatch = 4096;    // the largest micro-batch a plan splits the global batch into
 constexpr std::size_t kExactLayouts = 48;  // up to this many layouts the search is exact
 constexpr double kLayoutMargin = 1.1;
 
@@ -126,7 +127,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> batch_splits(const Config& 
     const std::uint64_t replicas = l.gpus / (l.tp * l.pp * c.cp);
     if (global % replicas) return out;
     const std::uint64_t per_replica = global / replicas;
-    for (std::uint64_t b = 1; b <= per_replica; ++b)
+    for (std::uint64_t b = 1; b <= std::min(per_replica, kMaxMicroBatch); ++b)
         if (per_replica % b == 0) out.push_back({b, per_replica / b});
     return out;
 }

@@ -488,7 +488,7 @@ std::vector<Key> build_keys() {
                       .defaults("true").shown(G::none, "Keep the global batch", "micro_batch x grad_accum x data-parallel ranks stays as given; false: plans pick the micro-batch (grad_accum as given) and rank by tokens per second."));
     child("plan", Row("plan.keep_gpus", "", T::boolean).bind(member<&Config::plan, &PlanRequest::keep_gpus>()).defaults("true")
                       .shown(G::none, "Keep the GPU count", "false: plans may use 1, 2, 4 or 8 GPUs or 16, 32, ... (nodes of 8) up to max_gpus, and rank by cost where a price is given."));
-    child("plan", Row("plan.max_gpus", "", T::integer).bind(member<&Config::plan, &PlanRequest::max_gpus>()).range(1, double(kMaxGpus))
+    child("plan", Row("plan.max_gpus", "", T::integer).bind(member<&Config::plan, &PlanRequest::max_gpus>()).range(1, 65536)
                       .defaults("64").shown(G::none, "At most this many GPUs", "Without keep_gpus, and for sizing (`vramcalc sizing`)."));
     child("plan", Row("plan.strategies", "", T::list).codec(Codec::strategies).echoed(Echo::when_set).defaults("every strategy")
                       .shown(G::none, "Strategies a plan may use", "A list of strategy names (single, ddp, deepspeed, fsdp, megatron)."));
