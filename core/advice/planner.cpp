@@ -349,6 +349,19 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
         // Each row's effect (read once per search) copied onto the layout's configuration; rows that change a key
         // without a binding, or that the configuration's own layout refuses, are read through parse_config with the
         // layout's keys, once per set of them.
+        std::map<const ChangeRow*, std::pair<json, const RowEffect*>> here;  // each row's patch here, and its effect
+        auto note = [&](const ChangeRow* r) {
+            if (!r || here.count(r)) return;
+            json patch = r->patch(xl);
+            const std::string text = patch.dump();
+            auto it = effects.find(text);
+            if (it == effects.end()) it = effects.emplace(text, effect_of(s.base, patch)).first;
+            here[r] = {std::move(patch), &it->second};
+        };
+        for (const auto& options : axes)
+            for (const ChangeRow* r : options) note(r);
+        for (const auto& chain : chains)
+            for (const ChangeRow* r : chain) note(r);
         std::map<std::vector<const ChangeRow*>, std::pair<bool, Config>> reread;
         auto configure = [&](const std::vector<const ChangeRow*>& combo, const ChangeRow* level, Config& out) {
             std::vector<const ChangeRow*> rows = combo;
@@ -356,10 +369,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
             out = cl;
             std::vector<const ChangeRow*> uncopyable;
             for (const ChangeRow* r : rows) {
-                const json patch = r->patch(xl);
-                auto it = effects.find(patch.dump());
-                if (it == effects.end()) it = effects.emplace(patch.dump(), effect_of(s.base, patch)).first;
-                const RowEffect& e = it->second;
+                const RowEffect& e = *here.at(r).second;
                 if (!e.ok || !e.copyable) uncopyable.push_back(r);  // refused on the configuration's own layout only, maybe
                 else
                     for (const Key* k : e.keys) copy_key(*k, e.parsed, out);
@@ -372,7 +382,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                         for (const char* follower : kLayoutFollowers) j.erase(follower);
                         merge(j, layout_patch(layouts[p.layout]));
                     }
-                    for (const ChangeRow* r : rows) merge(j, r->patch(xl));
+                    for (const ChangeRow* r : rows) merge(j, here.at(r).first);
                     Config c;
                     const bool ok = parse_into(j, c);
                     it = reread.emplace(rows, std::pair<bool, Config>{ok, std::move(c)}).first;
