@@ -295,7 +295,7 @@ void read_strategies(const Key& k, Reader& r, Context& x) {
     if (!v) return;
     std::string names;
     for (const StrategyTraits& s : strategy_table()) names += (names.empty() ? "" : ", ") + std::string(s.name);
-    if (!v->is_array() || v->empty()) return r.fail(key, "must be a non-empty list of strategies: " + names + ", got " + show(*v));
+    if (!v->is_array()) return r.fail(key, "must be a list of strategies (empty: every one): " + names + ", got " + show(*v));
     std::vector<Strategy>& out = x.c.plan.strategies;
     out.clear();
     for (const json& name : *v) {

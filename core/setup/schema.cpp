@@ -491,7 +491,7 @@ std::vector<Key> build_keys() {
     child("plan", Row("plan.max_gpus", "", T::integer).bind(member<&Config::plan, &PlanRequest::max_gpus>()).range(1, 65536)
                       .defaults("64").shown(G::none, "At most this many GPUs", "Without keep_gpus, and for sizing (`vramcalc sizing`)."));
     child("plan", Row("plan.strategies", "", T::list).codec(Codec::strategies).echoed(Echo::when_set).defaults("every strategy")
-                      .shown(G::none, "Strategies a plan may use", "A list of strategy names (single, ddp, deepspeed, fsdp, megatron)."));
+                      .shown(G::none, "Strategies a plan may use", "A list of strategy names (single, ddp, deepspeed, fsdp, megatron); empty: every one."));
     return {rows.begin(), rows.end()};
 }
 

@@ -288,7 +288,7 @@ TEST_CASE("planner: constraints") {
     }
     SECTION("bad constraints name their field") {
         for (const auto& [plan, field] : {std::pair{json{{"strategies", {"zero-9"}}}, "plan.strategies"},
-                                          {json{{"strategies", json::array()}}, "plan.strategies"},
+                                          {json{{"strategies", "fsdp"}}, "plan.strategies"},
                                           {json{{"max_gpus", 0}}, "plan.max_gpus"},
                                           {json{{"keep_gpus", "yes"}}, "plan.keep_gpus"},
                                           {json{{"keep_batch", true}}, "plan.keep_batch"},
