@@ -286,7 +286,7 @@ std::vector<const ChangeRow*> rows_of(ChangeAxis axis, const ChangeContext& x) {
     return out;
 }
 
-// A layout read through parse_config, with what the search needs of it.
+// A layout's configuration, with what the search needs of it.
 struct Prepared {
     std::size_t layout;
     bool moved;        // not the configuration's own layout
