@@ -23,6 +23,7 @@ const char* kUsage =
     "                                             torchrun, litgpt, torchtune, megatron)\n"
     "       vramcalc adamw FILE|-                 the scalar AdamW reference step\n"
     "       vramcalc presets                      model presets, GPU catalog, worked scenarios\n"
+    "       vramcalc models --search TEXT         the ten presets and catalog models TEXT best matches\n"
     "       vramcalc schema [--markdown]          every configuration key: type, bounds, default, when it applies\n"
     "       vramcalc describe FILE|-              every key's default given the others, the model's LoRA targets\n"
     "       vramcalc bench [SECONDS]              estimates per second\n";
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
         std::cout << vramcalc::presets_json() << "\n";
         return 0;
     }
+    if (cmd == "models" && argc == 4 && std::string(argv[2]) == "--search")
+        return print_result(vramcalc::search_models_json(argv[3], 10), false);
     if (cmd == "schema" && (argc == 2 || (argc == 3 && std::string(argv[2]) == "--markdown"))) {
         std::cout << (argc == 2 ? vramcalc::schema_text() + "\n" : vramcalc::schema_markdown_text());
         return 0;

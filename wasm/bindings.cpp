@@ -17,6 +17,7 @@ std::string plan(const std::string& config_json) { return vramcalc::plan_json(co
 std::string sizing(const std::string& config_json) { return vramcalc::sizing_json(config_json).json; }
 std::string evidence(const std::string& config_json) { return vramcalc::evidence_json(config_json).json; }
 std::string models() { return vramcalc::models_json(); }
+std::string search_models(const std::string& query, int limit) { return vramcalc::search_models_json(query, limit).json; }
 std::string sweep(const std::string& request_json) { return vramcalc::sweep_json(request_json).json; }
 std::string deepspeed_config(const std::string& config_json) { return vramcalc::deepspeed_json(config_json).json; }
 std::string exports(const std::string& config_json) { return vramcalc::exports_json(config_json).json; }
@@ -40,6 +41,7 @@ EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("sizing", &sizing);
     emscripten::function("evidence", &evidence);
     emscripten::function("models", &models);
+    emscripten::function("searchModels", &search_models);
     emscripten::function("sweep", &sweep);
     emscripten::function("deepspeedConfig", &deepspeed_config);
     emscripten::function("exports", &exports);

@@ -103,7 +103,7 @@ function renderTime(r) {
   const step = $('step-time');
   step.dataset.seconds = known(t) ? String(t) : '';
   step.dataset.lowerBound = String(bound && known(t));
-  figure('step-time', stepText(t, bound), !known(t) ? 'unknown: no peak FLOPS known for this GPU and precision'
+  figure('step-time', stepText(t, bound), !known(t) ? `unknown: ${r.step_time_unknown || 'not timed'}`
     : bound ? 'a lower bound: the offloaded CPU work is not timed' : 'one optimizer step');
   $('step-bound').hidden = !(bound && known(t));
   figure('tokens-s', known(r.tokens_per_s) ? `${rate(r.tokens_per_s)} tokens/s` : '—',

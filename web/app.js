@@ -4,11 +4,12 @@ import { $, h, clear, gib, count } from './dom.js';
 import { drawChart, microBatchAxis, sequenceAxis } from './charts.js';
 import { initAdamw } from './adamw.js';
 import {
-  CHOICES, ARCH_KEYS, DEFAULTS, MLP_ACTIVATION, LORA_KEYS, CHUNK_KEYS, QLORA_KEYS, FOLLOWERS, defaultOf, defaultZero,
-  initialState, toConfig, toQuery, fromQuery, applyPatch, applyProfile, follow, readProfiles, translateTargets, compactHf,
-  clip, resolveModel, closeModels, readView,
+  CHOICES, ARCH_KEYS, DEFAULTS, ROWS, LINK_OF, PARAM_ORDER, ZERO, MAX_GPUS, FOLLOWERS, defaultOf, describeState, applies, holds,
+  isUnset, initialState, toConfig, toQuery,
+  fromQuery, applyPatch, applyProfile, follow, readSchema, rolesOf, translateTargets, compactHf, clip, resolveModel,
+  closeModels, readView,
 } from './params.js';
-import { LABELS, zeroLabel, sharded, meshed, FIELDS, FIELD, GROUPS, fid, eid, nid } from './fields.js';
+import { LABELS, UNSET_LABELS, zeroLabel, buildFields, FIELDS, FIELD, FORM_GROUPS, fid, eid, nid } from './fields.js';
 import { renderAnswer, renderSuggestions, summaryLine } from './answer.js';
 import { renderCompare, differences } from './compare.js';
 import { renderEvidence } from './evidence.js';
@@ -18,7 +19,7 @@ import { initFrame } from './frame.js';
 import { embedCodes, copy } from './share.js';
 import { loadCalculator } from './load.js';
 import { showFieldErrors, showLinkProblems } from './errors.js';
-import { baseArch, catalogType, fitTargets, syncTargets, stackOf } from './targets.js';
+import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;
 let presets;
@@ -34,7 +35,7 @@ initFrame(look);
 // ---------- the form ----------
 
 function options(key) {
-  const labels = LABELS[key] || {};
+  const labels = { ...(LABELS[key] || {}), ...(UNSET_LABELS[key] || {}) };
   return CHOICES[key].map((v) => [v, labels[v] || v]);
 }
 
@@ -44,7 +45,7 @@ function buildControl(f) {
   const common = { id, name: f.key, 'aria-describedby': describedBy, dataset: { key: f.key } };
   switch (f.kind) {
     case 'select': return h('select', common, options(f.key).map(([v, t]) => h('option', { value: v }, t)));
-    case 'tristate': return h('select', common, ['', 'true', 'false'].map((v) => h('option', { value: v }, LABELS[f.key][v])));
+    case 'tristate': return h('select', common, ['', 'true', 'false'].map((v) => h('option', { value: v }, UNSET_LABELS[f.key][v])));
     case 'zero': return h('select', common);
     case 'model': {
       // A searchable field: the presets, the catalog's Hugging Face ids, and the two other ways to give a model.
@@ -82,24 +83,68 @@ function buildControl(f) {
   }
 }
 
+function fieldRow(f) {
+  const control = buildControl(f);
+  const label = f.kind === 'targets' ? h('span', { class: 'label' }, f.label) : h('label', { for: fid(f.key) }, f.label);
+  return h('div', { class: `field kind-${f.kind}${f.sub ? ' sub' : ''}`, id: 'row-' + fid(f.key) },
+    f.kind === 'bool' ? h('label', { class: 'check', for: fid(f.key) }, control, h('span', {}, f.label)) : [label, control],
+    f.hint ? h('p', { class: 'hint', id: 'h-' + fid(f.key) }, f.hint) : null,
+    h('p', { class: 'field-error', id: eid(f.key) }), h('p', { class: 'field-note', id: nid(f.key), 'aria-live': 'polite' }));
+}
+
+// The basics open; every other group folded, its summary saying what it holds, until a choice needs it (the
+// schema's `opens`), one of its fields is set by a link or wrong, or the user opens it.
 function buildForm() {
   const form = $('inputs');
-  for (const g of GROUPS) {
-    const fs = h('fieldset', { class: 'group' }, h('legend', {}, g.title));
-    for (const f of g.fields) {
-      const control = buildControl(f);
-      const label = f.kind === 'targets' ? h('span', { class: 'label' }, f.label) : h('label', { for: fid(f.key) }, f.label);
-      const row = h('div', { class: `field kind-${f.kind}${f.sub ? ' sub' : ''}`, id: 'row-' + fid(f.key) },
-        f.kind === 'bool' ? h('label', { class: 'check', for: fid(f.key) }, control, h('span', {}, f.label)) : [label, control],
-        f.hint ? h('p', { class: 'hint', id: 'h-' + fid(f.key) }, f.hint) : null,
-        h('p', { class: 'field-error', id: eid(f.key) }), h('p', { class: 'field-note', id: nid(f.key), 'aria-live': 'polite' }));
-      fs.append(row);
+  for (const g of FORM_GROUPS) {
+    const rows = g.fields.map(fieldRow);
+    if (g.open) {
+      form.append(h('fieldset', { class: 'group open', id: 'group-' + g.id }, h('legend', {}, g.title), rows));
+      continue;
     }
-    form.append(fs);
+    form.append(h('details', { class: 'group', id: 'group-' + g.id },
+      h('summary', {}, h('span', { class: 'group-title' }, g.title), h('span', { class: 'group-sum', id: 'sum-' + g.id })),
+      h('div', { class: 'group-body', role: 'group', 'aria-label': g.title }, rows)));
   }
+  const unfold = h('button', { type: 'button', id: 'unfold', class: 'linklike unfold', 'aria-pressed': 'false' }, 'Show every setting');
+  unfold.addEventListener('click', () => {
+    const all = unfold.getAttribute('aria-pressed') !== 'true';
+    for (const d of form.querySelectorAll('details.group')) d.open = all;
+    unfold.setAttribute('aria-pressed', String(all));
+    unfold.textContent = all ? 'Fold the settings' : 'Show every setting';
+  });
+  form.append(unfold);
   form.addEventListener('input', onInput);
   form.addEventListener('change', onInput);
   form.addEventListener('submit', (e) => e.preventDefault());
+}
+
+const needed = new Map();  // group -> whether its `opens` held at the last update
+// Opens the groups a change made necessary (once: a group the user folds again stays folded), and writes each
+// folded group's summary: what is set apart from its default, else that it holds the defaults.
+function showGroups(described, first) {
+  for (const g of FORM_GROUPS) {
+    if (g.open) continue;
+    const el = $('group-' + g.id);
+    const needs = !!g.opens && holds(g.opens, state);
+    const shown = g.fields.filter((f) => fieldVisible(f, described));
+    const set = shown.filter((f) => state[f.key] !== defaultOf(state, f.key, described) && !isUnsetValue(f.key));
+    if ((needs && !needed.get(g.id)) || shown.some((f) => fieldErrors.has(f.key)) || (first && set.length)) el.open = true;
+    needed.set(g.id, needs);
+    el.hidden = shown.length === 0;
+    const moved = shown.filter((f) => !set.includes(f) && $(nid(f.key)).textContent);  // a default a change moved
+    const listed = [...set, ...moved];
+    const parts = listed.slice(0, 3).map((f) => `${f.label}: ${valueText(f)}`);
+    if (listed.length > 3) parts.push(`${listed.length - 3} more`);
+    $('sum-' + g.id).textContent = parts.length ? parts.join(' · ') : 'defaults';
+  }
+}
+const isUnsetValue = (key) => isUnset(key, state[key]);
+function valueText(f) {
+  const v = state[f.key];
+  if (f.kind === 'bool') return v ? 'on' : 'off';
+  const labels = { ...(LABELS[f.key] || {}), ...(UNSET_LABELS[f.key] || {}) };
+  return clip(labels[v] || String(v), 28);
 }
 
 // What the user typed: integers and decimals as numbers, anything else as text for the core to report on.
@@ -109,7 +154,7 @@ function readValue(f, el) {
   if (f.kind === 'tristate') return el.value === '' ? '' : el.value === 'true';
   if (f.kind === 'int' || f.kind === 'number') {
     const t = el.value.trim();
-    if (t === '') return f.key.startsWith('model.') ? '' : defaultOf(state, f.key);
+    if (t === '') return '';  // an error next to the field (the core names the range), never the default in silence
     const m = f.tokens && /^(\d+\.?\d*|\.\d+)\s*([kmbt])$/i.exec(t);  // 2T, 500M tokens
     if (m) return Number(m[1]) * 1000 ** ('kmbt'.indexOf(m[2].toLowerCase()) + 1);
     return /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t) ? Number(t) : t;
@@ -128,7 +173,7 @@ function onInput(e) {
   if (e.type === 'change' || e.inputType === 'insertReplacementText') commit();  // a datalist pick too
   if (key === 'model') return onModelText(el.value, e.type);
   if (e.type === 'change' && (f.kind === 'int' || f.kind === 'number' || f.kind === 'hf' || f.kind === 'text')) return refresh(false);
-  if (key === 'seq_len') $(nid('seq_len')).textContent = '';
+  for (const el of document.querySelectorAll('#inputs .field-note')) el.textContent = '';  // notes go with the next change
   if (key === 'targets') {
     state.targets = [...$(fid('targets')).querySelectorAll('input:checked')].map((c) => c.value).join(',');
   } else if (key === 'hf') {
@@ -144,10 +189,8 @@ function onInput(e) {
     }
   } else {
     const prev = { ...state };
-    const before = state[key];
     const v = readValue(f, el);
     state[key] = v;
-    if (key === 'strategy') normaliseStrategy(before, v);
     if (key === 'framework') state.framework_version = '';  // a version is the stack's own
     if (key === 'framework' || key === 'framework_version') {
       // The profile's precision, loss, adapter dtype ... (of the revision in force at that version).
@@ -155,16 +198,17 @@ function onInput(e) {
     }
     if (key === 'framework') {
       // The targets in the new stack's names, role by role.
-      const moved = translateTargets(state.targets, stackOf(before), stackOf(v));
+      const moved = translateTargets(state.targets, rolesOf(prev), rolesOf(state));
       state.targets = fitTargets({ ...state, targets: moved || defaultOf(state, 'targets') });
     }
-    if (key === 'loss' && v !== 'chunked') for (const k of CHUNK_KEYS) state[k] = DEFAULTS[k];
+    letGo(prev, key);
     // Fields that follow another unless set apart: kv_heads follows heads, the activation follows the MLP.
-    if (key === 'model.heads' && state['model.kv_heads'] === before) syncOne('model.kv_heads', v);
-    if (key === 'model.mlp' && state['model.activation'] === MLP_ACTIVATION[before]) syncOne('model.activation', MLP_ACTIVATION[v]);
+    for (const k of ARCH_KEYS.map((a) => 'model.' + a))
+      if (k !== key && prev[k] === defaultOf(prev, k) && defaultOf(state, k) !== prev[k]) syncOne(k, defaultOf(state, k));
     if (key === 'model.mlp') state.targets = fitTargets(state);
-    if (['strategy', 'finetune', 'gpu', 'model.mlp', 'framework', 'framework_version', 'loss'].includes(key)) {
+    if (SHAPING.has(key)) {
       state = follow(prev, state);
+      noteFollowers(prev, key);
       return refresh(true);
     }
     // Fields whose default follows this one (sequence_parallel follows tp, the stages per GPU the schedule).
@@ -172,6 +216,15 @@ function onInput(e) {
     for (const k of FOLLOWERS) if (followed[k] !== state[k]) syncOne(k, followed[k]);
   }
   refresh(false);
+}
+
+// Says next to each field whose default a change moved what it now is and why (TRL's trainers checkpoint every
+// layer, a strategy its ZeRO stage): a folded group lists it in its summary.
+function noteFollowers(prev, key) {
+  for (const k of FOLLOWERS) {
+    if (k === key || prev[k] === state[k] || !FIELD[k] || !applies(k, state)) continue;
+    note(k, `Now ${valueText(FIELD[k])}: the default with ${FIELD[key].label.toLowerCase()} ${valueText(FIELD[key])}.`);
+  }
 }
 
 function syncOne(key, v) {
@@ -194,7 +247,9 @@ function unknownModel(text) {
 
 // The model field: an id or hub URL selects its model as soon as it matches; anything else is reported next to
 // the field (on every keystroke, like the other fields) until it does. Cleared and left, it shows the model again.
+let typingModel = false;
 function onModelText(text, type) {
+  typingModel = type !== 'change';
   const t = text.trim();
   const id = t === 'custom' || t === 'hf' ? t : resolveModel(t, modelIds);
   if (id) {
@@ -224,13 +279,13 @@ function pickModel(v) {
 // What a switch to the explicit form keeps of the model: the dense shape of a preset (sizes, MLP, norm, positions,
 // biases). Never its experts (nor dropout): a MoE preset becomes one dense model with an expert's FFN width. A catalog
 // model or a pasted config starts from the Llama-style defaults.
-const SHAPE_KEYS = ARCH_KEYS.filter((k) => !['experts', 'experts_per_token', 'dropout'].includes(k));
+const shapeKeys = () => ARCH_KEYS.filter((k) => !['experts', 'experts_per_token', 'dropout'].includes(k));
 
 function selectModel(v) {
   if (v === 'custom' && state.model !== 'custom') {
     const arch = baseArch[state.model] || {};
     for (const k of ARCH_KEYS) state['model.' + k] = DEFAULTS['model.' + k];
-    for (const k of SHAPE_KEYS) {
+    for (const k of shapeKeys()) {
       const a = arch[k];
       const ok = typeof a === typeof DEFAULTS['model.' + k] && (!CHOICES['model.' + k] || CHOICES['model.' + k].includes(a));
       if (ok) state['model.' + k] = a;
@@ -247,18 +302,40 @@ function selectModel(v) {
   if (v === 'hf') $(fid('hf')).focus();
 }
 
-// Switching strategy resets the settings the new one does not take.
-function normaliseStrategy(before, after) {
-  if (after === 'single') state.gpus = 1;
-  if (state.zero === defaultZero(before) || after === 'single' || after === 'ddp') state.zero = defaultZero(after);
-  if (after === 'fsdp' && state.zero === 1) state.zero = 2;
-  if (after === 'megatron' && state.zero > 1) state.zero = 0;
-  if (!meshed(state)) {
-    for (const k of ['tp', 'pp', 'cp', 'loss_parallel', 'pp_schedule']) state[k] = DEFAULTS[k];
-    for (const k of ['sequence_parallel', 'pp_stages_per_rank']) state[k] = defaultOf(state, k);
+// The fields whose meaning a field's value decides (they appear in the schema's conditions): a change of it rebuilds
+// the form.
+let SHAPING = new Set();
+function shapingKeys() {
+  const keys = new Set(['model', 'gpu', 'framework', 'framework_version']);  // a profile and module names follow these
+  for (const row of Object.values(ROWS)) {
+    for (const all of row.applies || []) for (const a of all) if (LINK_OF[a.key]) keys.add(LINK_OF[a.key]);
+    for (const k of row.follows || []) if (LINK_OF[k]) keys.add(LINK_OF[k]);
   }
-  if (!sharded(state)) state.offload = 'none';
-  if (after === 'fsdp' && state.offload === 'optimizer') state.offload = 'optimizer+params';
+  for (const k of ARCH_KEYS) keys.add('model.' + k);
+  return keys;
+}
+
+// A change that leaves a field without meaning gives it back its default, where the configuration would still carry it
+// (a member of an object, or a key only sent where it applies, keeps what was typed for when it applies again); a
+// ZeRO stage the new strategy does not take falls back to its default.
+function letGo(prev, key) {
+  for (const k of PARAM_ORDER) {
+    const row = ROWS[k];
+    if (!row || k === key || row.parent || row.echo !== 'always' || !applies(k, prev) || applies(k, state)) continue;
+    state[k] = defaultOf(state, k);
+  }
+  if (!Object.hasOwn(ZERO[state.strategy] || {}, String(state.zero))) state.zero = defaultOf(state, 'zero');
+  const most = MAX_GPUS[state.strategy];
+  if (key === 'strategy' && most && state.gpus > most) {
+    state.gpus = most;
+    note('gpus', `Set to ${most}: strategy “${state.strategy}” runs on ${most} GPU.`);
+  }
+}
+
+// A note next to a field the page changed for the user (shown until the next change).
+function note(key, text) {
+  const el = $(nid(key));
+  if (el) el.textContent = text;
 }
 
 // Puts the state into every control (after a link, a suggestion, or a change that resets others).
@@ -275,24 +352,26 @@ function syncField(f) {
   const el = $(fid(f.key));
   const v = state[f.key];
   if (f.kind === 'bool') el.checked = !!v;
-  else if (f.kind === 'targets') syncTargets(el, v, state.framework);
+  else if (f.kind === 'targets') syncTargets(el, v, state);
   else if (f.kind === 'tristate') el.value = v === '' || v === undefined ? '' : String(v);
   else if (f.kind === 'hf') {
     if (document.activeElement !== el) el.value = hfText || (state.hf ? JSON.stringify(state.hf, null, 2) : '');
   } else if (f.kind === 'model') {
-    el.value = modelText !== null ? modelText : v;
+    if (!(typingModel && document.activeElement === el)) el.value = modelText !== null ? modelText : v;  // never while typed in
   } else {
     const t = v === null || v === undefined ? '' : String(v);
     if (el.value !== t) el.value = t;  // the field being typed in keeps its caret
   }
 }
 
-function fieldVisible(f) {
+// A field shows where it applies; elsewhere only while the configuration still carries a value of it the core may
+// refuse (and an error names it).
+function fieldVisible(f, described) {
   if (fieldErrors.has(f.key)) return true;
   if (f.show && !f.show(state)) {
-    if (f.key.startsWith('model.') || f.key === 'hf' || f.key.startsWith('gpu.') || LORA_KEYS.includes(f.key) ||
-      CHUNK_KEYS.includes(f.key) || QLORA_KEYS.includes(f.key)) return false;
-    return state[f.key] !== defaultOf(state, f.key);
+    const row = ROWS[f.key];
+    if (!row || row.parent || row.echo !== 'always') return false;
+    return state[f.key] !== defaultOf(state, f.key, described);
   }
   return true;
 }
@@ -304,7 +383,7 @@ function fieldVisible(f) {
 function maxPositions(s) {
   const arch = baseArch[s.model];
   if (arch) return arch.position === 'learned' && Number.isInteger(arch.max_positions) ? arch.max_positions : 0;
-  const r = JSON.parse(mod.estimate(JSON.stringify(toConfig(s))));
+  const r = describeState(s);
   const m = (r.errors || []).map((e) => e.field === 'seq_len' && /max_positions (\d+)/.exec(e.message)).find(Boolean);
   return m ? Number(m[1]) : 0;
 }
@@ -324,9 +403,7 @@ function clampSeqLen() {
 function applySuggestion(sgt) {
   flush();
   const prev = { ...state };
-  const before = state.strategy;
   state = applyPatch(state, sgt.config);
-  if (sgt.config && 'strategy' in sgt.config && !('zero' in sgt.config) && state.zero === defaultZero(before)) state.zero = defaultZero(state.strategy);
   const precision = state.precision;
   state = follow(prev, state);
   // The core estimated the suggestion with the precision it was sent, unless the change names one.
@@ -370,7 +447,7 @@ function estimateOf(s) {
   const text = JSON.stringify(toConfig(s));
   if (!estimates.has(text)) {
     if (estimates.size > 32) estimates.clear();
-    estimates.set(text, JSON.parse(mod.estimate(text)));
+    estimates.set(text, JSON.parse(mod.answer(text)));
   }
   return estimates.get(text);
 }
@@ -419,7 +496,11 @@ function updateUrl() {
   record(toQuery(state, { ...pinExtra(), ...lookExtra() }), { s: { ...state }, pin: pinned && { ...pinned } },
     { commit: !!c, via: c && c.via, first: !recorded });
   recorded = true;
-  $('share-url').value = pageUrl(shareQuery());
+  // While a field is invalid the link is the last valid configuration's, marked stale.
+  const stale = document.body.classList.contains('stale');
+  if (!stale) $('share-url').value = pageUrl(shareQuery());
+  $('share-url').setAttribute('aria-invalid', String(stale));
+  $('share-stale').hidden = !stale;
   $('open-full').href = `${location.pathname}?${shareQuery()}`;
   if (!$('embed-box').hidden) showEmbedCodes();
   const via = madeBy();
@@ -480,7 +561,7 @@ function update(sync) {
   if (sync) syncInputs();
   const config = toConfig(state);
   const text = JSON.stringify(config);
-  const r = JSON.parse(mod.estimate(text));
+  const r = JSON.parse(mod.answer(text));  // the evidence follows below the fold
   const errors = r.errors || [];
   const own = new Map();
   if (hfError && state.model === 'hf') own.set('hf', hfError);
@@ -496,7 +577,7 @@ function update(sync) {
     renderAnswer(r, summaryLine(state, r.gpu.name, presets));
     showStackChoices(r.config);
     const rest = () => {
-      renderEvidence(r.evidence);
+      renderEvidence(JSON.parse(mod.evidence(text)).evidence);
       renderSuggestions(r, applySuggestion);
       renderCharts(config, r);
       renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
@@ -514,17 +595,32 @@ function update(sync) {
     renderExports(null);
     if (lastResult) showCompare();
   }
-  $('mini-fits').dataset.fits = $('fits').dataset.fits;
-  $('mini-fits').textContent = $('fits').textContent;
-  $('mini-total').textContent = lastResult ? gib(lastResult.total_bytes) : '—';
-  for (const f of FIELDS) $('row-' + fid(f.key)).hidden = !fieldVisible(f);
+  showMini(valid);
+  const described = describeState(state);
+  for (const f of FIELDS) $('row-' + fid(f.key)).hidden = !fieldVisible(f, described);
+  showGroups(described, document.body.dataset.ready !== 'true');
   updateUrl();
   performance.measure('vramcalc:update', { start: t0 });
-  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; }, 0);
+  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; performance.mark('vramcalc:details'); }, 0);
   if (document.body.dataset.ready !== 'true') {
     document.body.dataset.ready = 'true';
     performance.mark('vramcalc:first-estimate');
   }
+}
+
+// The answer in one line, for when it has scrolled away: verdict, total against capacity, headroom, largest
+// micro-batch and the first change that fits.
+function showMini(valid) {
+  $('mini-fits').dataset.fits = $('fits').dataset.fits;
+  $('mini-fits').textContent = $('fits').textContent;
+  const r = lastResult;
+  $('mini-total').textContent = r ? gib(r.total_bytes) : '—';
+  $('mini-capacity').textContent = r ? `of ${gib(r.gpu.capacity_bytes)} per GPU` : 'per GPU';
+  $('mini-head').textContent = r ? (r.headroom_bytes >= 0 ? `${gib(r.headroom_bytes)} free` : `${gib(-r.headroom_bytes)} over`) : '';
+  $('mini-mb').textContent = r ? `largest micro-batch ${r.max_micro_batch || 'none'}` : '';
+  const fix = valid && r && !r.fits ? r.suggestions.find((sgt) => sgt.fits) : null;
+  $('mini-fix').textContent = !valid ? 'Fix the highlighted settings' : !r || r.fits ? ''
+    : fix ? `First fix: ${fix.change} → ${gib(fix.total_bytes)}` : 'No single change fits';
 }
 
 // The values the stack chose for the knobs left to it, next to them (the placeholder, the first option).
@@ -535,7 +631,7 @@ function showStackChoices(config) {
   $(fid('loss_chunks')).placeholder = Number.isInteger(n) ? `${n} (the stack’s)` : '';
   for (const key of ['lm_head_chunks', 'longest_batch_first']) {
     const first = $(fid(key)).options[0];
-    if (config && typeof config[key] === 'boolean') first.textContent = `${LABELS[key]['']}: ${config[key] ? 'yes' : 'no'}`;
+    if (config && typeof config[key] === 'boolean') first.textContent = `${UNSET_LABELS[key]['']}: ${config[key] ? 'yes' : 'no'}`;
   }
 }
 
@@ -549,11 +645,12 @@ function parseLink(search) {
 }
 
 function init() {
-  presets = JSON.parse(mod.presets());
-  readProfiles((text) => mod.estimate(text));  // each framework's defaults, as the core sets them
+  readSchema(mod);  // every key, its bounds, choices and defaults, as the core reads them
+  buildFields();
+  SHAPING = shapingKeys();
+  presets = JSON.parse(mod.models());
   catalog = Array.isArray(presets.catalog) ? presets.catalog : [];
   for (const m of presets.models) baseArch[m.id] = m.architecture;
-  for (const m of catalog) catalogType[m.id] = m.model_type;
   modelIds = [...presets.models.map((m) => m.id), ...catalog.map((m) => m.id)];
   const parsed = parseLink(location.search);
   state = parsed.state;
@@ -575,8 +672,8 @@ function init() {
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
   $('undo').addEventListener('click', () => history.back());
-  $('mini').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
-  // The compact summary shows on narrow screens once the answer has scrolled away above.
+  $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
+  // The one-line answer shows once the answer has scrolled away above.
   new IntersectionObserver(([e]) => document.documentElement.classList.toggle('answer-away',
     !e.isIntersecting && e.boundingClientRect.top < 0)).observe($('answer'));
   initHistory(restore);

@@ -56,29 +56,41 @@ export function sequenceAxis(sweep, config, current) {
 }
 
 // xs: the axis values; ys: bytes (null where the point is not a valid configuration: left out); current: the x now
-// set. Points above 4 x the capacity are drawn at the top edge (their text gives the value).
+// set.
 export function lineChart({ xs: allX, ys: allY, capacity, current, xLabel, title, onPick }) {
   const xs = allX.filter((_, i) => allY[i] !== null);
   const ys = allY.filter((y) => y !== null);
   const W = 520, H = 250, L = 52, R = 14, T = 16, B = 42;
   if (!xs.length) return s('svg', { viewBox: `0 0 ${W} 40`, class: 'chart', role: 'img', 'aria-label': title },
     s('text', { x: 8, y: 24, class: 'axis' }, `No valid ${xLabel} to draw`));
-  const maxY = Math.max(capacity * 1.08, Math.min(Math.max(0, ...ys), capacity * 4)) / GiB;
+  // Linear while the data stay within 4 x the capacity; beyond, a logarithmic axis that reaches the highest point
+  // (never a clipped flat line).
+  const highest = Math.max(0, ...ys);
+  const log = highest > capacity * 4;
+  const maxY = Math.max(capacity * 1.08, highest) / GiB;
   const step = niceStep(maxY, 5);
-  const top = Math.ceil(maxY / step) * step;
+  const top = log ? 2 ** Math.ceil(Math.log2(maxY * 1.05)) : Math.ceil(maxY / step) * step;
+  const bottom = log ? 2 ** Math.floor(Math.log2(Math.max(Math.min(capacity, ...ys) / GiB, 1 / 64) * 0.9)) : 0;
   const lx = xs.map((v) => Math.log2(v));
   const x0 = Math.min(...lx), x1 = Math.max(...lx);
   const x = (i) => L + (x1 === x0 ? (W - L - R) / 2 : ((lx[i] - x0) * (W - L - R)) / (x1 - x0));
-  const y = (bytes) => T + (H - T - B) * (1 - Math.min(bytes / GiB, top) / top);
+  const share = (g) => (log ? (Math.log2(Math.max(g, bottom)) - Math.log2(bottom)) / (Math.log2(top) - Math.log2(bottom)) : g / top);
+  const y = (bytes) => T + (H - T - B) * (1 - Math.min(share(bytes / GiB), 1));
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'group', 'aria-label': title });
   svg.append(s('title', {}, title));
   svg.append(s('rect', { x: L, y: T, width: W - L - R, height: Math.max(0, y(capacity) - T), class: 'over' }));
-  for (let v = 0; v <= top + 1e-9; v += step) {
+  const ticks = [];
+  if (log) for (let v = bottom, k = 0; v <= top * 1.0001; v *= 2, k++) ticks.push(v);
+  else for (let v = 0; v <= top + 1e-9; v += step) ticks.push(v);
+  const every = Math.ceil(ticks.length / 7);  // at most about seven labels
+  ticks.forEach((v, i) => {
     svg.append(s('line', { x1: L, x2: W - R, y1: y(v * GiB), y2: y(v * GiB), class: 'grid' }));
-    svg.append(s('text', { x: L - 6, y: y(v * GiB) + 4, class: 'tick', 'text-anchor': 'end', 'aria-hidden': 'true' }, `${+v.toFixed(2)}`));
-  }
+    if (i % every === 0 || i === ticks.length - 1)
+      svg.append(s('text', { x: L - 6, y: y(v * GiB) + 4, class: 'tick', 'text-anchor': 'end', 'aria-hidden': 'true' }, `${+v.toFixed(2)}`));
+  });
+  svg.dataset.scale = log ? 'log' : 'linear';
   svg.append(s('text', { x: 12, y: T + (H - T - B) / 2, class: 'axis', transform: `rotate(-90 12 ${T + (H - T - B) / 2})`,
-    'text-anchor': 'middle', 'aria-hidden': 'true' }, 'GiB per GPU'));
+    'text-anchor': 'middle', 'aria-hidden': 'true' }, log ? 'GiB per GPU (log scale)' : 'GiB per GPU'));
   const label = (v) => (v >= 1024 && v % 1024 === 0 ? `${v / 1024}K` : String(v));
   let lastTick = -Infinity;
   const currentX = xs.includes(current) ? x(xs.indexOf(current)) : -Infinity;
@@ -99,11 +111,10 @@ export function lineChart({ xs: allX, ys: allY, capacity, current, xLabel, title
   // One tab stop per chart (the current point); arrows move between points, Enter or Space uses one.
   const points = ys.map((v, i) => {
     const fits = v <= capacity;
-    const off = v / GiB > top;
     const text = `${xLabel} ${xs[i]}: ${gib(v)}, ${fits ? 'fits' : 'does not fit'}${xs[i] === current ? ' (current)' : ''}`;
     const c = s('circle', { cx: x(i), cy: y(v), r: xs[i] === current ? 6 : 4.5, role: 'button', 'aria-label': text,
       tabindex: xs[i] === current ? 0 : -1, dataset: { x: xs[i] },
-      class: `pt ${fits ? 'good' : 'bad'}${xs[i] === current ? ' current' : ''}${off ? ' off' : ''}` });
+      class: `pt ${fits ? 'good' : 'bad'}${xs[i] === current ? ' current' : ''}` });
     c.append(s('title', {}, text));
     if (onPick) c.addEventListener('click', () => onPick(xs[i]));
     svg.append(c);

@@ -1,23 +1,18 @@
 // Problems: the core's errors next to the fields they belong to, and what a link held that was ignored.
 import { $, h, clear } from './dom.js';
 import { FIELD, FIELDS, fid, eid, isCustom } from './fields.js';
+import { LINK_OF } from './params.js';
 
-// The form field an error from the core belongs to.
+// The form field an error from the core belongs to: its key's field, else the field of the object or model it is in.
 function errorKey(field, state) {
   if (field.startsWith('model.hf_config')) return 'hf';
   if (field.startsWith('model.')) return isCustom(state) && FIELD[field] ? field : 'model';
-  if (field === 'finetune.rank') return 'rank';
-  if (field === 'finetune.targets') return 'targets';
-  if (field === 'finetune.dropout') return 'lora_dropout';
-  if (field === 'finetune.backend') return 'backend';
-  if (field === 'finetune.backend_version') return 'backend_version';
-  if (field.startsWith('finetune')) return 'finetune';
   if (field.startsWith('gpu.')) return FIELD[field] ? field : 'gpu';
-  if (field === 'inference_engine.gpu_memory_utilization') return 'vllm_share';
-  if (field === 'inference_engine.sleep_mode') return 'vllm_sleep';
-  if (field.startsWith('inference_engine')) return 'vllm';
-  // A model given by name: its config's problems (teacher.hf_config.…) belong to its field.
-  for (const k of ['teacher', 'value_model', 'reward_model']) if (field.startsWith(k + '.')) return k;
+  const key = LINK_OF[field];
+  if (key && FIELD[key]) return key;
+  // An object's member without a field of its own, or a model given by name whose config has the problem.
+  for (const parent of ['finetune', 'inference_engine', 'checkpointing', 'teacher', 'value_model', 'reward_model'])
+    if (field.startsWith(parent + '.') && FIELD[LINK_OF[parent]]) return LINK_OF[parent];
   return FIELD[field] ? field : '';
 }
 

@@ -1,6 +1,8 @@
 // The page's state as flat, readable fields, and share links: state <-> query parameters <-> core configuration.
-// Pure functions, no DOM: the page and the tests share them. Every value read from a link is checked here against
-// the same lists and bounds as core/setup/config_json.cpp; anything else is reported and ignored, never shown as markup.
+// Every key, its type, bounds, choices, default rule and when it applies come from the core's schema
+// (core/setup/schema.cpp), read once at start (readSchema); every default given the other fields comes from the
+// core too (describe). Nothing here repeats the core's tables. Anything a link holds that the schema does not accept
+// is reported and ignored, never shown as markup.
 
 import { resolveModel, closeModels } from './names.js';
 import { compactHf, fromBase64Url, toBase64Url } from './hfjson.js';
@@ -8,240 +10,190 @@ import { compactHf, fromBase64Url, toBase64Url } from './hfjson.js';
 export { modelIdOf, resolveModel, closeModels } from './names.js';
 export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './hfjson.js';
 
-export const CHOICES = {
-  framework: ['hf', 'torchtune', 'torchtitan', 'litgpt'],
-  method: ['sft', 'dpo', 'ipo', 'kto', 'orpo', 'simpo', 'grpo', 'rloo', 'distill', 'ppo'],
-  teacher_dtype: ['bf16', 'fp16', 'fp32'],
-  reward_dtype: ['default', 'bf16', 'fp16', 'fp32'],
-  divergence: ['reverse-kl', 'forward-kl', 'jsd'],
-  vllm: ['none', 'colocate', 'server'],
-  reference: ['default', 'model', 'base-without-adapters', 'precomputed', 'none'],
-  precision: ['bf16-mixed', '16-mixed', '32-true', 'bf16-true', '16-true', 'bf16-base-mixed', '16-base-mixed', 'fp8'],
-  fp8_recipe: ['torchao-tensorwise', 'torchao-rowwise', 'te-delayed', 'te-current'],
-  optimizer: ['adamw', 'adamw-8bit', 'paged-adamw', 'paged-adamw-8bit', 'adafactor', 'lion', 'sgd', 'sgd-momentum'],
-  optimizer_impl: ['foreach', 'fused', 'single-tensor'],
-  finetune: ['full', 'lora', 'qlora'],
-  checkpointing: ['none', 'selective', 'selective-op', 'full'],
-  attention: ['eager', 'flash'],
-  strategy: ['single', 'ddp', 'deepspeed', 'fsdp', 'megatron'],
-  offload: ['none', 'optimizer', 'optimizer+params'],
-  device: ['cuda', 'cpu'],
-  torch: ['2', '1.13'],
-  loss: ['full', 'chunked', 'fused', 'fused-linear'],
-  pp_schedule: ['1f1b', 'gpipe', 'interleaved-1f1b'],
-  backend: ['bitsandbytes', 'torchao'],
-  adapter_dtype: ['fp32', 'base'],
-  fsdp_version: ['1', '2'],
-  fsdp_wrap: ['adapters-apart', 'layers'],
-  'model.mlp': ['swiglu', 'geglu', 'gelu'],
-  'model.activation': ['silu', 'gelu', 'gelu_pytorch_tanh', 'gelu_new', 'gelu_fast', 'quick_gelu', 'gelu_accurate',
-    'relu', 'relu2', 'gpt_oss_glu', 'bloom_gelu'],
-  'model.norm': ['rmsnorm', 'layernorm'],
-  'model.position': ['rope', 'learned', 'alibi', 'none'],
-};
-// The activation an explicit architecture gets when it names none (core/setup/config_json.cpp).
-export const MLP_ACTIVATION = { swiglu: 'silu', geglu: 'gelu_pytorch_tanh', gelu: 'gelu' };
+// Filled by readSchema: the link parameters the core's keys take, by kind.
+export const ROWS = {};       // link parameter -> the schema's row
+export const CHOICES = {};    // link parameter -> allowed values
+export const LABELS = {};     // link parameter -> value -> label
+export const INTS = {};       // link parameter -> [lo, hi]
+export const NUMBERS = {};    // link parameter -> [lo, hi]
+export const BOOLS = [];
+export const DEFAULTS = {};
+export const ARCH_KEYS = [];  // the explicit architecture's keys the page's form shows
+export const ARCH_DEFAULTS = {};
+export let FOLLOWERS = [];    // fields whose default follows other fields
+export let PROFILE_GOVERNED = [];  // fields a change of framework gives back to its profile
+export let PARAM_ORDER = [];  // the order keys take in a link (also every key a link may hold)
+export let GROUPS = [];       // the schema's groups: [{id, title}]
+export const LINK_OF = {};    // the core's dotted key -> its link parameter
+export const ZERO = {};       // strategy -> the zero stages it takes -> what each means
+export const MAX_GPUS = {};   // strategy -> the most GPUs it runs on (0: any number)
+let ARCH = {};                // model.<key> -> the architecture's row
 
-export const LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj',
-  'c_attn', 'c_proj', 'c_fc', 'lm_head', 'all-linear'];
-
-// The module names of each training stack's own model code, by role: q, k, v, o, gate, up, down, the output
-// projection (core/model/families.cpp, rows "llama", "torchtune", "torchtitan" and "litgpt"; a framework profile selects
-// its row for every model, core/setup/frameworks.cpp). LitGPT's LLaMAMLP is one "mlp" target for its three projections. The page
-// test checks these lists against the core's own error message.
-export const STACK_MODULES = {
-  hf: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj', 'lm_head'],
-  torchtune: ['q_proj', 'k_proj', 'v_proj', 'output_proj', 'w1', 'w3', 'w2', 'output'],
-  torchtitan: ['wq', 'wk', 'wv', 'wo', 'w1', 'w3', 'w2', 'output'],
-  litgpt: ['query', 'key', 'value', 'projection', 'mlp', 'mlp', 'mlp', 'head'],
-};
-// Whether a framework runs its own model code (its module names for every model) rather than transformers'.
-export const ownModules = (framework) => framework !== 'hf' && Object.hasOwn(STACK_MODULES, framework);
-// The LoRA targets the page offers under a framework (hf: the Hugging Face families' names).
-export const targetsOffered = (framework) => (ownModules(framework)
-  ? [...new Set(STACK_MODULES[framework]), 'all-linear'] : LORA_TARGETS);
-const ALL_TARGETS = new Set([...LORA_TARGETS, ...Object.keys(STACK_MODULES).flatMap(targetsOffered)]);
-// Each stack's usual first choice: the query and value projections (PEFT's and torchtune's examples, LitGPT's
-// lora_query and lora_value).
-const STACK_DEFAULT_TARGETS = { torchtune: 'q_proj,v_proj', torchtitan: 'wq,wv', litgpt: 'query,value' };
-
-// Targets from one stack's names to another's, role by role (LitGPT's "mlp" stands for gate, up and down).
-export function translateTargets(targets, from, to) {
-  const a = STACK_MODULES[from];
-  const b = STACK_MODULES[to];
-  if (!a || !b || from === to) return targets;
-  const out = [];
-  for (const t of String(targets).split(',')) {
-    if (t === 'all-linear') out.push(t);
-    a.forEach((name, i) => { if (name === t) out.push(b[i]); });
-  }
-  return [...new Set(out)].join(',');
-}
-
-// Bounds from core/setup/config_json.cpp.
-const W = 2 ** 20;
-export const INTS = {
-  seq_len: [1, 2 ** 24], micro_batch: [1, 2 ** 20], grad_accum: [1, 2 ** 20], gpus: [1, 2 ** 20], zero: [0, 3],
-  tp: [1, 1024], pp: [1, 1024], cp: [1, 1024], pp_stages_per_rank: [1, 64], rank: [1, 65536], loss_chunks: [1, 2 ** 24],
-  'model.layers': [1, 100000], 'model.hidden': [1, W], 'model.heads': [1, W], 'model.kv_heads': [1, W],
-  'model.head_dim': [1, W], 'model.ffn': [1, 4 * W], 'model.vocab': [1, 2 ** 24], 'model.max_positions': [1, 2 ** 24],
-  'model.experts': [1, 4096], 'model.experts_per_token': [1, 4096], 'model.norms_per_layer': [1, 4],
-  gpus_per_node: [1, 1024], prompt_len: [1, 2 ** 24], completion_len: [1, 2 ** 24], num_generations: [1, 2 ** 20],
-  steps_per_generation: [0, 2 ** 20], num_iterations: [1, 2 ** 20], rollout_forward_batch: [1, 2 ** 20],
-  num_mini_batches: [1, 2 ** 20],
-};
-// Non-negative numbers of the run and its cost (0: not given).
-export const NUMBERS = { inter_node_gbps: [0, 1e6], train_tokens: [0, 1e18], epochs: [0, 1e6], dataset_tokens: [0, 1e18],
-  price_per_gpu_hour: [0, 1e6], vllm_share: [0, 0.95] };
-export const RUN_KEYS = ['gpus_per_node', ...Object.keys(NUMBERS).filter((k) => k !== 'vllm_share')];
-// TRL's trainers (core/setup/method_json.cpp): their keys, each sent only with the methods that take it (toConfig).
-export const METHOD_KEYS = ['reference', 'prompt_len', 'completion_len', 'num_generations', 'vllm', 'vllm_share', 'vllm_sleep',
-  'steps_per_generation', 'num_iterations', 'teacher', 'teacher_dtype', 'divergence', 'rollout_forward_batch', 'num_mini_batches',
-  'value_model', 'reward_model', 'reward_dtype'];
-// The trainers that take reference log-probabilities (core/setup/training_methods.cpp).
-export const REFERENCE_METHODS = ['dpo', 'ipo', 'kto', 'grpo', 'rloo', 'ppo'];
-// Keys that name a model of the catalog (a preset or a Hugging Face id), read from a link like `model`.
+// Page-only values that stand for "the default": a field left at it follows the core (its placeholder or first
+// option says what the core chose).
+const UNSET = { framework_version: '', backend_version: '', loss_chunks: '', lm_head_chunks: '', longest_batch_first: '',
+  teacher: '', value_model: '', reward_model: '', reference: 'default', reward_dtype: 'default', steps_per_generation: 0 };
+export const isUnset = (key, v) => Object.hasOwn(UNSET, key) && v === UNSET[key];
+// Starting values the core has no default for (it requires them), and a custom GPU's.
+const START = { prompt_len: 512, completion_len: 512, 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU' };
+// Keys whose value names a model of the catalog (a preset or a Hugging Face id), read from a link like `model`.
 const MODEL_KEYS = ['teacher', 'value_model', 'reward_model'];
-export const BOOLS = ['vllm_sleep', 'sequence_parallel', 'loss_parallel', 'optimizer_in_backward', 'activation_offload', 'lm_head_chunks',
-  'longest_batch_first', 'model.bias', 'model.tied_embeddings', 'model.qkv_bias', 'model.lm_head_bias'];
+// The page's own parameters beside the core's keys: the model given as custom or hf, its architecture or config.json,
+// a custom GPU.
+const PAGE_KEYS = ['model', 'hf', 'gpu', 'gpu.memory_gib', 'gpu.name'];
 
-// An explicit architecture: the form's keys (the common ones; the core takes more) and core/model/architecture.hpp's
-// defaults (kv_heads defaults to heads, activation to the MLP's usual one).
-export const ARCH_KEYS = ['layers', 'hidden', 'heads', 'kv_heads', 'head_dim', 'ffn', 'vocab', 'mlp', 'activation', 'norm', 'bias',
-  'tied_embeddings', 'position', 'max_positions', 'dropout', 'experts', 'experts_per_token', 'qkv_bias',
-  'lm_head_bias', 'norms_per_layer'];
-export const ARCH_REQUIRED = ['layers', 'hidden', 'heads', 'ffn', 'vocab'];
-export const ARCH_DEFAULTS = {
-  layers: 32, hidden: 4096, heads: 32, kv_heads: 32, head_dim: 0, ffn: 11008, vocab: 32000, mlp: 'swiglu',
-  activation: 'silu', norm: 'rmsnorm', bias: false, tied_embeddings: false, position: 'rope', max_positions: 4096, dropout: 0,
-  experts: 1, experts_per_token: 1, qkv_bias: false, lm_head_bias: false, norms_per_layer: 2,
-};
+let core = null;  // the module: describe(), schema()
 
-// The page's fields with the core's defaults (core/setup/config.hpp). "model" is a preset id, a Hugging Face id of the
-// catalog, "custom" or "hf". loss_chunks, lm_head_chunks and longest_batch_first hold '' for the framework's own choice (LitGPT's depend
-// on the tokens and the fine-tuning method), else what the user set; framework_version and backend_version '' for
-// the current revision. sequence_parallel and pp_stages_per_rank hold a value, whose default follows other fields
-// (defaultOf, FOLLOWERS).
-export const DEFAULTS = {
-  framework: 'hf', framework_version: '', model: 'llama-2-7b', hf: null, seq_len: 2048, micro_batch: 1, grad_accum: 1, precision: 'bf16-mixed',
-  optimizer: 'adamw', optimizer_impl: 'foreach', finetune: 'full', rank: 8, targets: 'q_proj,v_proj', lora_dropout: 0,
-  adapter_dtype: 'fp32', checkpointing: 'none', attention: 'flash', strategy: 'single', gpus: 1, zero: 0, tp: 1, pp: 1,
-  sequence_parallel: false, offload: 'none', gpu: 'a100-80gb', 'gpu.memory_gib': 80, 'gpu.name': 'Custom GPU',
-  device: 'cuda', torch: '2', loss: 'full', loss_chunks: '', lm_head_chunks: '', optimizer_in_backward: false,
-  activation_offload: false, fsdp_version: '2', fsdp_wrap: 'adapters-apart', cp: 1, loss_parallel: true,
-  pp_schedule: '1f1b', pp_stages_per_rank: 1, backend: 'bitsandbytes', backend_version: '', longest_batch_first: '',
-  gpus_per_node: 8, inter_node_gbps: 0, train_tokens: 0, epochs: 0, dataset_tokens: 0, price_per_gpu_hour: 0,
-  fp8_recipe: 'torchao-tensorwise', method: 'sft', reference: 'default', prompt_len: 512, completion_len: 512, num_generations: 8, vllm: 'none', vllm_share: 0.3,
-  vllm_sleep: false, steps_per_generation: 0, num_iterations: 1, teacher: '', teacher_dtype: 'bf16', divergence: 'reverse-kl',
-  rollout_forward_batch: 64, num_mini_batches: 1, value_model: '', reward_model: '', reward_dtype: 'default',
-};
-for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
+// Reads the core's schema and the defaults of an empty configuration. Call once, before anything else here.
+export function readSchema(mod) {
+  core = mod;
+  const schema = JSON.parse(mod.schema());
+  GROUPS = schema.groups;
+  for (const st of schema.strategies) ZERO[st.name] = st.zero, MAX_GPUS[st.name] = st.max_gpus;
+  const order = [];
+  for (const row of schema.keys) {
+    if (!row.link) continue;
+    LINK_OF[row.name] = row.link;
+    if (PAGE_KEYS.includes(row.link)) continue;
+    ROWS[row.link] = row;
+    order.push(row.link);
+    if (row.choices) {
+      CHOICES[row.link] = row.choices.map((c) => c.name);
+      LABELS[row.link] = Object.fromEntries(row.choices.map((c) => [c.name, c.label]));
+      if (isUnsetChoice(row.link)) CHOICES[row.link].unshift(UNSET[row.link]);
+    }
+    if (row.type === 'integer') INTS[row.link] = [row.link === 'steps_per_generation' ? 0 : row.min, row.max];
+    if (row.type === 'number') NUMBERS[row.link] = [row.link === 'vllm_share' ? 0 : row.min, row.max];
+    if (row.type === 'boolean') BOOLS.push(row.link);
+  }
+  ARCH = {};
+  for (const a of schema.architecture) {
+    if (!a.common) continue;
+    const key = 'model.' + a.name;
+    ARCH[key] = a;
+    ARCH_KEYS.push(a.name);
+    ARCH_DEFAULTS[a.name] = a.name === 'head_dim' ? 0 : a.value;
+    if (a.choices) {
+      CHOICES[key] = a.choices.map((c) => c.name);
+      LABELS[key] = Object.fromEntries(a.choices.map((c) => [c.name, c.label]));
+    }
+    if (a.type === 'integer') INTS[key] = [a.name === 'head_dim' ? 0 : a.min, a.max];
+    if (a.type === 'boolean') BOOLS.push(key);
+  }
+  FOLLOWERS = order.filter((k) => ROWS[k].follows);
+  PROFILE_GOVERNED = order.filter((k) => ROWS[k].profile);
+  PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k), 'gpu', 'gpu.memory_gib', 'gpu.name', ...order];
+  // An empty configuration's values, then the page's own starts and its "unset" values.
+  const d = describe({});
+  for (const k of order) DEFAULTS[k] = d.defaults[k];
+  Object.assign(DEFAULTS, { model: d.defaults.model, hf: null, gpu: d.defaults.gpu }, START, UNSET);
+  for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
+}
+const isUnsetChoice = (key) => Object.hasOwn(UNSET, key) && typeof UNSET[key] === 'string' && UNSET[key] !== '';
 
-// What a framework profile sets (core/setup/frameworks.cpp), read from the core by readProfiles: the configuration it
-// echoes for {"framework": id} (the current revision) and, on demand, for {"framework": id, "framework_version": v}
-// (the revision in force then: torchtune before 0.3 is FSDP 1 with the full loss ...). Until then (and for a
-// framework or version the core does not answer), the current revision's, else DEFAULTS.
-export const PROFILE_KEYS = ['precision', 'loss', 'adapter_dtype', 'fsdp_version', 'fsdp_wrap'];
-// The knobs a change of framework or of its version gives back to the profile.
-export const PROFILE_GOVERNED = [...PROFILE_KEYS, 'loss_chunks', 'lm_head_chunks', 'longest_batch_first'];
-export const PROFILES = {};
-const REVISIONS = new Map();  // "framework\nversion" -> profile, or null when the core refuses the version
-let profileEstimate = null;
+// ---------- the core's view of a state ----------
 
-function readProfile(estimate, framework, version) {
-  let r;
-  const config = version ? { framework, framework_version: version } : { framework };
-  try { r = JSON.parse(estimate(JSON.stringify(config))); } catch { return null; }
-  if (!r || !r.config) return null;
-  const p = {};
-  for (const k of PROFILE_KEYS) if (CHOICES[k].includes(String(r.config[k]))) p[k] = String(r.config[k]);
-  return p;
+// A schema value as the page holds it: lists as comma-separated text, fsdp_version as a choice.
+function pageValue(key, v) {
+  if (Array.isArray(v)) return v.join(',');
+  if (CHOICES[key] && typeof v === 'number') return String(v);
+  return v;
 }
 
-export function readProfiles(estimate) {
-  profileEstimate = estimate;
-  REVISIONS.clear();
-  for (const fw of CHOICES.framework) {
-    const p = readProfile(estimate, fw, '');
-    if (p) PROFILES[fw] = p;
+const described = new Map();  // configuration text -> {defaults by link parameter, modules, roles}
+function describe(config) {
+  const text = JSON.stringify(config);
+  let d = described.get(text);
+  if (!d) {
+    const r = JSON.parse(core.describe(text));
+    const defaults = {};
+    for (const [name, v] of Object.entries(r.defaults || {})) if (LINK_OF[name]) defaults[LINK_OF[name]] = pageValue(LINK_OF[name], v);
+    d = { defaults, modules: r.modules || [], roles: r.roles || {}, errors: r.errors || [] };
+    if (described.size >= 64) described.clear();
+    described.set(text, d);
   }
-  return PROFILES;
+  return d;
+}
+// What the core says of a state. Loops over fields take it once (the state does not change inside them) and pass it.
+export const describeState = (s) => describe(toConfig(s));
+// The model's own LoRA targets and each role's module name (q, k, v, o, gate, up, down, head), as the core reads them.
+export const modulesOf = (s) => describeState(s).modules;
+export const rolesOf = (s) => describeState(s).roles;
+
+export function defaultOf(state, key, described = null) {
+  if (Object.hasOwn(UNSET, key)) return UNSET[key];
+  if (Object.hasOwn(START, key)) return START[key];
+  if (key.startsWith('model.')) {
+    const a = ARCH[key];
+    if (!a) return DEFAULTS[key];
+    if (a.follows) return a.by ? a.by[state['model.' + a.follows]] ?? ARCH_DEFAULTS[key.slice(6)] : state['model.' + a.follows];
+    return ARCH_DEFAULTS[key.slice(6)];
+  }
+  if (!ROWS[key]) return DEFAULTS[key];
+  const v = (described || describeState(state)).defaults[key];
+  return v === undefined || v === null ? DEFAULTS[key] : v;
 }
 
-// The profile of a framework at a version ('' = the current revision), read from the core once per pair.
-export function profileOf(framework, version = '') {
-  const current = Object.hasOwn(PROFILES, framework) ? PROFILES[framework] : null;
-  if (!version || typeof version !== 'string' || !profileEstimate || !CHOICES.framework.includes(framework)) return current;
-  const key = framework + '\n' + version;
-  if (!REVISIONS.has(key)) {
-    if (REVISIONS.size >= 256) REVISIONS.clear();
-    REVISIONS.set(key, readProfile(profileEstimate, framework, version));
-  }
-  return REVISIONS.get(key) || current;
+// Whether a field's key means something for the state: the schema's condition (any alternative, all its atoms).
+export function applies(key, state) {
+  const row = ROWS[key];
+  return !row || !row.applies || holds(row.applies, state);
+}
+// Whether a schema condition holds for the state: any alternative, all its atoms.
+export function holds(condition, state) {
+  return condition.some((all) => all.every((atom) => {
+    const link = LINK_OF[atom.key];
+    const v = link === undefined ? undefined : state[link];
+    if (atom.in) return atom.in.includes(typeof v === 'boolean' || typeof v === 'number' ? String(v) : v);
+    return Number(v) > atom.above;
+  }));
+}
+// The condition in a link's words ("finetune=lora or qlora"), for messages.
+export function appliesText(key) {
+  const row = ROWS[key];
+  if (!row || !row.applies) return '';
+  return row.applies.map((all) => all.map((a) => {
+    const link = LINK_OF[a.key] || a.key;
+    return a.in ? `${link}=${a.in.join(' or ')}` : `${link} above ${a.above}`;
+  }).join(' and ')).join('; or ');
 }
 
 // The state's framework profile applied to the knobs it governs (the rest of the state is kept).
 export function applyProfile(s) {
   const out = { ...s };
-  for (const k of PROFILE_GOVERNED) out[k] = defaultOf(out, k);
+  const d = describeState(out);  // each governed default reads the profile and keys outside the profile's
+  for (const k of PROFILE_GOVERNED) out[k] = defaultOf(out, k, d);
   return out;
-}
-
-export const defaultZero = (strategy) => (strategy === 'fsdp' ? 3 : 0);
-
-// Fields whose default depends on others (core/setup/config_json.cpp): PyTorch's tensor parallelism under FSDP runs the
-// norms sequence-parallel, the interleaved schedule runs two stages per GPU, adapters on one GPU or DDP under a
-// bf16-autocast stack with fp32 adapters get PEFT's recipe (a bf16 frozen base; not under PPO, which refuses it), TRL
-// 1.16's trainers checkpoint (gradient_checkpointing=True by default). Left at their default, they follow it.
-export const FOLLOWERS = ['sequence_parallel', 'pp_stages_per_rank', 'precision', 'checkpointing'];
-
-const profileValue = (state, key) => {
-  const p = profileOf(state.framework, state.framework_version);
-  return p && Object.hasOwn(p, key) ? p[key] : DEFAULTS[key];
-};
-
-export function defaultOf(state, key) {
-  if (key === 'zero') return defaultZero(state.strategy);
-  if (key === 'sequence_parallel') return state.strategy === 'fsdp' && Number(state.tp) > 1;
-  if (key === 'pp_stages_per_rank') return state.pp_schedule === 'interleaved-1f1b' ? 2 : 1;
-  if (key === 'checkpointing') return state.method !== 'sft' && state.method !== 'ppo' ? 'full' : DEFAULTS.checkpointing;
-  if (key === 'precision') {
-    const p = profileValue(state, 'precision');
-    // (PPOTrainer trains the whole value model beside the policy and refuses the 16-bit frozen base: no recipe.)
-    const recipe = p === 'bf16-mixed' && profileValue(state, 'adapter_dtype') === 'fp32' && state.finetune !== 'full' &&
-      (state.strategy === 'single' || state.strategy === 'ddp') && state.method !== 'ppo';
-    return recipe ? 'bf16-base-mixed' : p;
-  }
-  if (PROFILE_KEYS.includes(key)) return profileValue(state, key);
-  if (key === 'targets') return STACK_DEFAULT_TARGETS[state.framework] || DEFAULTS.targets;
-  if (key === 'model.kv_heads') return state['model.heads'];
-  if (key === 'model.activation') return MLP_ACTIVATION[state['model.mlp']] || ARCH_DEFAULTS.activation;
-  return DEFAULTS[key];
 }
 
 // The followers after a change from `prev` to `next`: those that were at their default and that the change left
 // alone take their new default.
 export function follow(prev, next) {
   const out = { ...next };
-  for (const k of FOLLOWERS)
-    if (prev[k] === defaultOf(prev, k) && out[k] === prev[k]) out[k] = defaultOf(out, k);
+  const before = describeState(prev);
+  let after = describeState(out);
+  for (const k of FOLLOWERS) {  // in the schema's order: a follower's followers come after it
+    if (prev[k] !== defaultOf(prev, k, before) || out[k] !== prev[k]) continue;
+    const v = defaultOf(out, k, after);
+    if (v !== out[k]) out[k] = v, after = describeState(out);
+  }
   return out;
 }
 
-// The order keys take in a link (also every key a link may hold).
-export const PARAM_ORDER = ['model', 'hf', ...ARCH_KEYS.map((k) => 'model.' + k), 'gpu', 'gpu.memory_gib', 'gpu.name',
-  'framework', 'framework_version', 'finetune', 'rank', 'targets', 'lora_dropout', 'adapter_dtype', 'backend',
-  'backend_version', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel', 'loss_parallel', 'pp_schedule',
-  'pp_stages_per_rank', 'seq_len', 'micro_batch', 'grad_accum', 'longest_batch_first', 'precision', 'optimizer', 'optimizer_impl',
-  'optimizer_in_backward', 'loss', 'loss_chunks', 'lm_head_chunks', 'checkpointing', 'activation_offload', 'attention',
-  'offload', 'fsdp_version', 'fsdp_wrap', 'device', 'torch', 'fp8_recipe', 'method', ...METHOD_KEYS, ...RUN_KEYS];
-// Keys that only mean something with LoRA/QLoRA, and with the chunked loss.
-export const LORA_KEYS = ['rank', 'targets', 'lora_dropout', 'adapter_dtype'];
-export const CHUNK_KEYS = ['loss_chunks', 'lm_head_chunks'];
-// Keys that only mean something with QLoRA (the core refuses them otherwise).
-export const QLORA_KEYS = ['backend', 'backend_version'];
-// A release ("0.2.1", "0.3.0rc1", "2.6.0+cu124": core/setup/frameworks.cpp reads the leading numbers) or a date, of at most
-// 32 characters (core/setup/config_json.cpp); the page also keeps a link's version to letters, digits and . + _ -.
+// Targets from one model's names to another's, role by role (LitGPT's "mlp" stands for gate, up and down).
+export function translateTargets(targets, from, to) {
+  const out = [];
+  for (const t of String(targets).split(',')) {
+    if (t === 'all-linear') out.push(t);
+    for (const [role, name] of Object.entries(from)) if (name === t && to[role]) out.push(to[role]);
+  }
+  return [...new Set(out)].join(',');
+}
+
+// ---------- limits of a link ----------
+
+// A release ("0.2.1", "0.3.0rc1", "2.6.0+cu124": core/setup/frameworks.cpp reads the leading numbers) or a date, of
+// at most 32 characters (the schema's text keys); the page also keeps a link's version to letters, digits and . + _ -.
 const RELEASE = /^[0-9][0-9A-Za-z.+_-]{0,31}$/;
 const VERSION_CHARS = 32;
 export const MAX_PARAM_CHARS = 200;
@@ -256,10 +208,46 @@ const VIEW_KEYS = ['embed', 'theme', 'view', 'pin'];
 
 export const initialState = () => ({ ...DEFAULTS });
 
+// ---------- state -> configuration ----------
+
+// A field's value as the core's key takes it.
+function coreValue(key, v) {
+  const row = ROWS[key];
+  if (row.type === 'integer' && typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
+  if (row.type === 'list') return String(v).split(',').map((t) => t.trim()).filter(Boolean);
+  return v;
+}
+const isSet = (v) => !(v === '' || v === 0 || v === null || v === undefined);
+
+// Whether the configuration carries the field: the core echoes it (always, when it applies, or when it applies and is
+// set), and the page holds a value of its own, not its "unset" one.
+// The run's and the machine's figures (which feed the step time and cost only) go in when given.
+function carried(key, s) {
+  const row = ROWS[key];
+  const v = s[key];
+  if (isUnset(key, v)) return false;
+  if (row.group === 'run') return v !== DEFAULTS[key];  // constants: these follow nothing
+  if (row.echo === 'always' && !row.parent) return true;
+  return applies(key, s) && (row.echo !== 'when_set' || isSet(v));
+}
+
 // The configuration the core reads, from the page's fields.
 export function toConfig(s) {
-  const c = { framework: s.framework };
-  if (s.framework_version !== '') c.framework_version = s.framework_version;
+  const c = {};
+  for (const key of PARAM_ORDER) {
+    const row = ROWS[key];
+    if (!row) continue;
+    if (row.parent) {
+      const parent = ROWS[LINK_OF[row.parent]];
+      if (!carried(key, s) || !parent || !(c[row.parent] && typeof c[row.parent] === 'object')) continue;
+      c[row.parent][row.name.slice(row.parent.length + 1)] = coreValue(key, s[key]);
+      continue;
+    }
+    if (!carried(key, s)) continue;
+    if (key === 'finetune') c.finetune = s.finetune === 'full' ? 'full' : { method: s.finetune };
+    else if (key === 'vllm') c.inference_engine = s.vllm === 'none' ? 'none' : { name: 'vllm', mode: s.vllm };
+    else c[row.name] = coreValue(key, s[key]);
+  }
   if (s.model === 'custom') {
     const m = {};
     for (const k of ARCH_KEYS) {
@@ -274,55 +262,7 @@ export function toConfig(s) {
   } else {
     c.model = s.model;
   }
-  for (const k of ['seq_len', 'micro_batch', 'grad_accum', 'precision', 'optimizer', 'optimizer_impl']) c[k] = s[k];
-  if (s.precision === 'fp8') c.fp8_recipe = s.fp8_recipe;
-  if (s.method !== 'sft') {  // the sequence is prompt + completion (the core derives seq_len)
-    delete c.seq_len;
-    c.method = s.method;
-    c.prompt_len = s.prompt_len;
-    c.completion_len = s.completion_len;
-    if (s.reference !== 'default' && REFERENCE_METHODS.includes(s.method)) c.reference = s.reference;
-    if (s.method === 'distill') {
-      if (s.teacher !== '') c.teacher = s.teacher;  // else the core's "is required", next to the field
-      c.teacher_dtype = s.teacher_dtype;
-      c.divergence = s.divergence;
-    }
-    if (s.method === 'ppo') {
-      c.rollout_forward_batch = s.rollout_forward_batch;
-      c.num_mini_batches = s.num_mini_batches;
-      for (const k of ['value_model', 'reward_model']) if (s[k] !== '') c[k] = s[k];  // '': the policy's own model
-      if (s.reward_dtype !== 'default') c.reward_dtype = s.reward_dtype;  // default: the policy's weight dtype
-    }
-    if (s.method === 'grpo' || s.method === 'rloo') {
-      c.num_generations = s.num_generations;
-      if (s.vllm === 'colocate') {
-        c.inference_engine = { name: 'vllm', mode: 'colocate', gpu_memory_utilization: Number(s.vllm_share), sleep_mode: s.vllm_sleep };
-      } else if (s.vllm === 'server') c.inference_engine = { name: 'vllm', mode: 'server' };
-      if (Number(s.steps_per_generation) > 0) c.steps_per_generation = s.steps_per_generation;  // 0: grad_accum (TRL's default)
-      c.num_iterations = s.num_iterations;
-    }
-  }
-  c.finetune = s.finetune === 'full' ? 'full'
-    : { method: s.finetune, rank: s.rank, targets: String(s.targets).split(',').map((t) => t.trim()).filter(Boolean),
-      dropout: s.lora_dropout };
-  if (s.finetune === 'qlora') {
-    c.finetune.backend = s.backend;
-    if (s.backend_version !== '') c.finetune.backend_version = s.backend_version;
-  }
-  if (s.finetune !== 'full') c.adapter_dtype = s.adapter_dtype;
-  c.optimizer_in_backward = s.optimizer_in_backward;
-  c.activation_offload = s.activation_offload;
-  if (s.longest_batch_first !== '') c.longest_batch_first = s.longest_batch_first;
-  c.fsdp_version = Number(s.fsdp_version);
-  c.fsdp_wrap = s.fsdp_wrap;
-  c.loss = s.loss;
-  if (s.loss === 'chunked') for (const k of CHUNK_KEYS) if (s[k] !== '') c[k] = s[k];
-  for (const k of ['checkpointing', 'attention', 'strategy', 'gpus', 'zero', 'tp', 'pp', 'cp', 'sequence_parallel',
-    'loss_parallel', 'pp_schedule', 'pp_stages_per_rank', 'offload']) c[k] = s[k];
   c.gpu = s.gpu === 'custom' ? { name: s['gpu.name'], memory_gib: s['gpu.memory_gib'] } : s.gpu;
-  c.device = s.device;
-  c.torch = s.torch;
-  for (const k of RUN_KEYS) if (s[k] !== DEFAULTS[k]) c[k] = s[k];
   return c;
 }
 
@@ -330,16 +270,21 @@ export function toConfig(s) {
 // choice it does not list, checkpointing every N-th layer) leaves its field as it was.
 export function applyPatch(s, patch) {
   const out = { ...s };
+  const put = (name, v) => {
+    const key = LINK_OF[name];
+    if (!key || !ROWS[key]) return;
+    if (CHOICES[key]) {
+      if (CHOICES[key].includes(String(v))) out[key] = String(v);
+    } else if (ROWS[key].type === 'list') {
+      if (Array.isArray(v)) out[key] = v.join(',');
+    } else out[key] = v;
+  };
   for (const [k, v] of Object.entries(patch || {})) {
     if (k === 'finetune') {
       if (typeof v === 'string') out.finetune = v;
       else if (v && typeof v === 'object') {
         if (v.method) out.finetune = v.method;
-        if (v.rank !== undefined) out.rank = v.rank;
-        if (Array.isArray(v.targets)) out.targets = v.targets.join(',');
-        if (v.dropout !== undefined) out.lora_dropout = v.dropout;
-        if (CHOICES.backend.includes(v.backend)) out.backend = v.backend;
-        if (typeof v.backend_version === 'string') out.backend_version = v.backend_version;
+        for (const [m, x] of Object.entries(v)) if (m !== 'method') put(`finetune.${m}`, x);
       }
     } else if (k === 'gpu') {
       if (typeof v === 'string') out.gpu = v;
@@ -354,33 +299,31 @@ export function applyPatch(s, patch) {
       if (v === 'none') out.vllm = 'none';
       else if (v && typeof v === 'object' && v.name === 'vllm') {
         out.vllm = v.mode === 'server' ? 'server' : 'colocate';
-        if (v.gpu_memory_utilization !== undefined) out.vllm_share = v.gpu_memory_utilization;
-        if (v.sleep_mode !== undefined) out.vllm_sleep = !!v.sleep_mode;
+        for (const [m, x] of Object.entries(v)) if (m !== 'name' && m !== 'mode') put(`inference_engine.${m}`, x);
       }
-    } else if (k in CHOICES) {
-      if (CHOICES[k].includes(String(v))) out[k] = String(v);
-    } else if (k in DEFAULTS) {
-      out[k] = v;
+    } else {
+      put(k, v);
     }
   }
   return out;
 }
 
+// ---------- state <-> link ----------
+
 // The share link's query: the model and GPU always, then every setting that differs from its default.
 export function toQuery(s, extra = {}) {
   const q = new URLSearchParams();
+  const d = describeState(s);
   for (const k of PARAM_ORDER) {
     const v = s[k];
     let keep;
     if (k === 'model' || k === 'gpu') keep = true;
     else if (k === 'hf') keep = s.model === 'hf';
-    else if (k.startsWith('model.')) keep = s.model === 'custom' && (ARCH_REQUIRED.includes(k.slice(6)) || v !== defaultOf(s, k));
+    else if (k.startsWith('model.')) keep = s.model === 'custom' && (ARCH[k].required || v !== defaultOf(s, k));
     else if (k === 'gpu.memory_gib') keep = s.gpu === 'custom';
     else if (k === 'gpu.name') keep = s.gpu === 'custom' && v !== DEFAULTS[k];
-    else if (LORA_KEYS.includes(k)) keep = s.finetune !== 'full' && v !== defaultOf(s, k);
-    else if (QLORA_KEYS.includes(k)) keep = s.finetune === 'qlora' && v !== defaultOf(s, k);
-    else if (CHUNK_KEYS.includes(k)) keep = s.loss === 'chunked' && v !== '';
-    else keep = v !== defaultOf(s, k);
+    else if (ROWS[k].parent || ROWS[k].strict) keep = applies(k, s) && v !== defaultOf(s, k, d);
+    else keep = v !== defaultOf(s, k, d);
     if (!keep || v === '' || v === null || v === undefined) continue;
     const t = k === 'hf' ? toBase64Url(JSON.stringify(compactHf(v))) : String(v);
     if (t.length <= (k === 'hf' ? MAX_HF_CHARS : MAX_PARAM_CHARS)) q.set(k, t);
@@ -519,18 +462,13 @@ export function fromQuery(search, { models, gpus, nested = false }) {
     state[key] = readScalar(key, text, bad);
     if (state[key] === undefined) state[key] = DEFAULTS[key];
   }
-  if (state.model === 'custom' && get('model.kv_heads') === undefined) state['model.kv_heads'] = state['model.heads'];
-  if (state.model === 'custom' && get('model.activation') === undefined)
-    state['model.activation'] = defaultOf(state, 'model.activation');
+  if (state.model === 'custom')
+    for (const k of ARCH_KEYS) if (get('model.' + k) === undefined) state['model.' + k] = defaultOf(state, 'model.' + k);
 
-  // The framework and its version before the rest: their profile gives precision, loss ... (and the LoRA targets)
-  // their defaults.
+  // The framework and its version before the rest: their profile gives precision, loss ... their defaults.
   const fw = get('framework') === undefined ? undefined : readScalar('framework', get('framework'), bad);
   const fv = get('framework_version') === undefined ? undefined : readScalar('framework_version', get('framework_version'), bad);
-  if (fw !== undefined || fv !== undefined) {
-    const s = applyProfile({ ...state, framework: fw ?? state.framework, framework_version: fv ?? '' });
-    Object.assign(state, s, { targets: defaultOf(s, 'targets') });
-  }
+  if (fw !== undefined || fv !== undefined) Object.assign(state, applyProfile({ ...state, framework: fw ?? state.framework, framework_version: fv ?? '' }));
   for (const key of PARAM_ORDER) {
     if (key === 'model' || key === 'hf' || key === 'framework' || key === 'framework_version' || key.startsWith('model.'))
       continue;
@@ -539,24 +477,25 @@ export function fromQuery(search, { models, gpus, nested = false }) {
     const v = readScalar(key, text, bad, { models, gpus });
     if (v !== undefined) state[key] = v;
   }
-  if (!unused('zero')) state.zero = defaultZero(state.strategy);
   // Links from before the Generation field: a vllm_share above 0 meant a colocated vLLM, 0 generation in-process.
   if (get('vllm') === undefined && unused('vllm_share')) {
     if (state.vllm_share > 0) state.vllm = 'colocate';
     else state.vllm_share = DEFAULTS.vllm_share;
   }
-  for (const k of FOLLOWERS) if (!unused(k)) state[k] = defaultOf(state, k);
-  if (state.finetune === 'full') {
-    for (const k of LORA_KEYS)
-      if (unused(k)) { report(k, 'only used with finetune=lora or qlora; ignored'); state[k] = defaultOf(state, k); }
+  let described = describeState(state);
+  for (const k of FOLLOWERS) {
+    if (unused(k)) continue;
+    const v = defaultOf(state, k, described);
+    if (v !== state[k]) state[k] = v, described = describeState(state);
   }
-  if (state.finetune !== 'qlora') {
-    for (const k of QLORA_KEYS)
-      if (unused(k)) { report(k, 'only used with finetune=qlora; ignored'); state[k] = DEFAULTS[k]; }
-  }
-  if (state.loss !== 'chunked') {
-    for (const k of CHUNK_KEYS)
-      if (unused(k)) { report(k, 'only used with loss=chunked; ignored'); state[k] = DEFAULTS[k]; }
+  // What the link set that does not apply to its own settings: reported here and dropped, unless the core reads it and
+  // says what is wrong with it next to its field.
+  const refusedByCore = new Set(described.errors.map((e) => LINK_OF[e.field]));
+  for (const k of PARAM_ORDER) {
+    const row = ROWS[k];
+    if (!row || !unused(k) || applies(k, state) || (carried(k, state) && refusedByCore.has(k))) continue;
+    report(k, `only used with ${appliesText(k)}; ignored`);
+    state[k] = defaultOf(state, k);
   }
   if (state.gpu !== 'custom') {
     for (const k of ['gpu.memory_gib', 'gpu.name'])
@@ -569,13 +508,15 @@ function readScalar(key, text, bad, ids = {}) {
   if (key in INTS) {
     const v = parseInt10(text, INTS[key]);
     if (v === null) bad(key, `must be an integer from ${INTS[key][0]} to ${INTS[key][1]}`);
+    if (v !== null && CHOICES[key]) return String(v);
     return v === null ? undefined : v;
   }
   if (key in NUMBERS) {
     const [lo, hi] = NUMBERS[key];
+    const open = ROWS[key] && ROWS[key].max_excluded;
     const v = /^[0-9]{1,19}(\.[0-9]{1,17})?(e[+-]?[0-9]{1,2})?$/i.test(text) ? Number(text) : NaN;
-    if (v >= lo && v <= hi) return v;
-    bad(key, `must be a number from ${lo} to ${hi}`);
+    if (v >= lo && (open ? v < hi : v <= hi)) return v;
+    bad(key, `must be a number from ${lo} to ${open ? 'below ' : ''}${hi}`);
     return undefined;
   }
   if (BOOLS.includes(key)) {
@@ -610,7 +551,7 @@ function readScalar(key, text, bad, ids = {}) {
     bad(key, 'must be 1 to 60 letters, digits, spaces or . _ ( ) + - /');
     return undefined;
   }
-  if (key === 'model.dropout' || key === 'lora_dropout') {
+  if (key === 'model.dropout') {
     const v = /^0(\.[0-9]{1,12})?$/.test(text) ? Number(text) : NaN;
     if (v >= 0 && v < 1) return v;
     bad(key, 'must be a number from 0 to below 1');
@@ -625,8 +566,8 @@ function readScalar(key, text, bad, ids = {}) {
   }
   if (key === 'targets') {
     const list = text.split(',');
-    if (list.length && list.length <= ALL_TARGETS.size && list.every((t) => ALL_TARGETS.has(t))) return text;
-    bad(key, `must be a comma-separated list of ${[...ALL_TARGETS].join(', ')}`);
+    if (list.length && list.length <= 64 && list.every((t) => /^[A-Za-z0-9_.-]{1,64}$/.test(t))) return text;
+    bad(key, 'must be a comma-separated list of module names (letters, digits, _ . -)');
     return undefined;
   }
   bad(key, 'is not understood');

@@ -36,13 +36,13 @@ std::uint64_t fitting_micro_batch(X x) {
     return 1;
 }
 
-// LoRA or QLoRA (rank 16) on the attention projections; with adapters the usual recipe loads the frozen base in
-// 16-bit (PEFT + autocast).
+// LoRA or QLoRA on the attention projections at the configuration's own rank (PEFT's LoraConfig r=8 unless set, so
+// the text is the form's value); with adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
 json adapter_patch(const Config& c, const char* method) {
     json targets = json::array();
     for (const Linear& l : attention_linears(c.model))
         if (std::find(targets.begin(), targets.end(), l.name) == targets.end()) targets.push_back(l.name);
-    json patch = {{"finetune", {{"method", method}, {"rank", 16}, {"targets", targets}}}};
+    json patch = {{"finetune", {{"method", method}, {"rank", c.finetune.rank}, {"targets", targets}}}};
     if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
         patch["precision"] = "bf16-base-mixed";
     return patch;
@@ -298,12 +298,12 @@ const std::vector<ChangeRow> kChanges = {
     {"lora", ChangeAxis::adapters, true, true,
      [](X x) { return x.config.finetune.method == FinetuneMethod::full && !megatron(x.config); },
      [](X x) { return adapter_patch(x.config, "lora"); },
-     [](X, const json&) { return text("LoRA (rank 16) instead of full fine-tuning"); },
+     [](X x, const json&) { return "LoRA (rank " + std::to_string(x.config.finetune.rank) + ") instead of full fine-tuning"; },
      [](X, const json&) { return text("only the adapters have gradients and optimizer states"); }},
     {"qlora", ChangeAxis::adapters, true, true,
      [](X x) { return x.config.finetune.method != FinetuneMethod::qlora && !megatron(x.config); },
      [](X x) { return adapter_patch(x.config, "qlora"); },
-     [](X, const json&) { return text("QLoRA: 4-bit base weights with LoRA (rank 16)"); },
+     [](X x, const json&) { return "QLoRA: 4-bit base weights with LoRA (rank " + std::to_string(x.config.finetune.rank) + ")"; },
      [](X, const json&) { return text("frozen weights take about 0.52 bytes per parameter"); }},
 };
 

@@ -13,6 +13,7 @@
 #include "model/model_catalog.hpp"
 #include "hardware/gpus.hpp"
 #include "model/model_json.hpp"
+#include "model/model_search.hpp"
 #include "model/presets.hpp"
 #include "setup/config_json.hpp"
 #include "setup/schema.hpp"
@@ -156,6 +157,17 @@ std::string models_json() {
         return dump({{"models", models}, {"catalog", catalog}, {"gpus", gpus}});
     }();
     return cached;
+}
+
+ApiResult search_models_json(const std::string& query, int limit) {
+    std::vector<FieldError> errors;
+    if (limit < 1 || limit > 100) errors.push_back({"limit", "must be from 1 to 100, got " + std::to_string(limit)});
+    if (query.size() > 512) errors.push_back({"query", "must be at most 512 characters, got " + std::to_string(query.size())});
+    if (!errors.empty()) return failure(errors);
+    json results = json::array();
+    for (const ModelMatch& m : search_models(query, std::size_t(limit)))
+        results.push_back({{"id", m.id}, {"name", m.name}, {"parameters", m.parameters}, {"match", match_name(m.match)}});
+    return {true, dump({{"results", results}})};
 }
 
 std::string presets_json() {

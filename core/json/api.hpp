@@ -28,6 +28,9 @@ ApiResult exports_json(const std::string& config_json);
 std::string presets_json();
 // What a page lists at start, cheaply: the presets (with their shapes), the catalog's ids and model types, the GPUs.
 std::string models_json();
+// {"results":[{"id","name","parameters","match"}...]}: the presets and catalog models `query` finds, best first
+// (model/model_search.hpp); `limit` from 1 to 100.
+ApiResult search_models_json(const std::string& query, int limit);
 // The configuration's keys (core/setup/schema.cpp): {"groups", "keys", "architecture"}; as Markdown tables for the README.
 std::string schema_text();
 std::string schema_markdown_text();

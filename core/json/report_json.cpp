@@ -115,6 +115,7 @@ json report_to_json(const Report& r, bool with_evidence) {
     out["tokens_per_s_per_gpu"] = figure(t.tokens_per_s_per_gpu, t.known);
     out["mfu"] = figure(t.mfu, t.known);
     out["step_time_is_lower_bound"] = t.lower_bound;
+    if (!t.known) out["step_time_unknown"] = t.unknown_reason;
     out["time"] = {{"compute_s", figure(t.compute, t.known)},
                    {"matmul_s", figure(t.matmul, t.known)},
                    {"attention_s", figure(t.attention, t.known)},

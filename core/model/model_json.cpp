@@ -7,6 +7,7 @@
 #include "model/families.hpp"
 #include "model/hf_config.hpp"
 #include "model/model_catalog.hpp"
+#include "model/model_search.hpp"
 #include "model/presets.hpp"
 
 namespace vramcalc {
@@ -170,6 +171,12 @@ std::string explicit_keys() {
     return s;
 }
 
+std::string join(const std::vector<std::string>& items) {
+    std::string s;
+    for (const std::string& i : items) s += (s.empty() ? "" : ", ") + i;
+    return s;
+}
+
 std::string module_families() {
     std::string s;
     for (const Family& f : family_rows()) s += (s.empty() ? "\"" : ", \"") + std::string(f.model_type) + "\"";
@@ -234,17 +241,34 @@ void read_model(const json* v, Architecture& a, const std::string& field, std::v
                 std::vector<FieldError>& errors) {
     if (!v) return;
     if (v->is_string()) {
-        const std::string id = v->get<std::string>();
-        if (const ModelPreset* p = find_model_preset(id)) {
-            a = p->arch;
-        } else if (const CatalogModel* m = find_catalog_model(id)) {
-            read_hf_config(json::parse(m->config), a, field + ".", errors, notes);
-            a.id = m->id;
+        // A preset id, or a catalog id in any case or as its hub URL; else the one catalog model the spelling names.
+        const auto select = [&](const std::string& id) {
+            if (const ModelPreset* p = find_model_preset(id)) {
+                a = p->arch;
+            } else if (const CatalogModel* m = find_catalog_model(id)) {
+                read_hf_config(json::parse(m->config), a, field + ".", errors, notes);
+                a.id = m->id;
+            } else {
+                return false;
+            }
+            return true;
+        };
+        const std::string text = v->get<std::string>();
+        if (select(text)) return;
+        const std::vector<std::string> named = exact_models(text);
+        if (named.size() == 1) {
+            select(named[0]);
+        } else if (!named.empty()) {
+            errors.push_back({field, show(*v) + " names several models: " + join(named) + "; give one of these ids"});
         } else {
-            std::string ids;
-            for (const ModelPreset& m : model_presets()) ids += (ids.empty() ? "" : ", ") + m.arch.id;
-            errors.push_back({field, "unknown model " + show(*v) + "; presets: " + ids + ", or one of the " +
-                                         std::to_string(model_catalog().size()) +
+            std::vector<std::string> near;
+            for (const ModelMatch& m : search_models(text, 3)) near.push_back(m.id);
+            std::vector<std::string> ids;
+            for (const ModelPreset& m : model_presets()) ids.push_back(m.arch.id);
+            const std::string last = near.size() > 1 ? " or " + near.back() : "";
+            if (near.size() > 1) near.pop_back();
+            errors.push_back({field, "unknown model " + show(*v) + (near.empty() ? "" : " (did you mean " + join(near) + last + "?)") +
+                                         "; presets: " + join(ids) + ", or one of the " + std::to_string(model_catalog().size()) +
                                          " Hugging Face ids of the catalog (vramcalc presets), or {\"hf_config\": {...}}"});
         }
     } else if (v->is_object() && v->contains("hf_config")) {

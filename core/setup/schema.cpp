@@ -204,7 +204,7 @@ std::vector<Key> build_keys() {
             .shown(G::stack, "Framework version", "A release (\"0.2.1\") or a date (\"2024-05-20\", at most 32 characters): the stack’s revision in force then (torchtune before 0.3 and 0.5, lit-gpt’s 2023 loops, torchtitan’s RMSNorm and FSDP units, transformers before 5.10), whose defaults it sets again; the echo shows the revision applied."));
     add(Row("model", "model", T::model).codec(Codec::model).bind(member<&Config::model>())
             .first([](Config& c) { c.model = find_model_preset("llama-2-7b")->arch; }).defaults("\"llama-2-7b\"")
-            .shown(G::basics, "Model", "A preset, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", any case, or its hub URL), a pasted config.json ({\"hf_config\": {...}}) or an explicit architecture (below)."));
+            .shown(G::basics, "Model", "A preset, a Hugging Face id of the bundled catalog (\"Qwen/Qwen3-8B\", any case, its hub URL, or a spelling that names one alone: \"Qwen3-8B\", \"llama 3.1 8b\"), a pasted config.json ({\"hf_config\": {...}}) or an explicit architecture (below)."));
     add(Row("finetune", "finetune", T::object).codec(Codec::finetune).pick(view(kFinetune)).defaults("\"full\"")
             .shown(G::basics, "Fine-tuning", "Every weight trained, LoRA adapters over a frozen base, or QLoRA (LoRA over a 4-bit base). In JSON \"full\", or {\"method\": \"lora\" | \"qlora\"} with the members below."));
     child("finetune", Row("finetune.method", "", T::choice).bind(member<&Config::finetune, &Finetune::method>())
@@ -581,12 +581,29 @@ std::string condition_text(const Condition& cond) {
 }
 
 
-const std::vector<std::pair<KeyGroup, const char*>>& key_groups() {
-    static const std::vector<std::pair<KeyGroup, const char*>> groups = {
-        {KeyGroup::basics, "The run"}, {KeyGroup::model, "Model"}, {KeyGroup::finetune, "Fine-tuning"},
-        {KeyGroup::method, "Training method"}, {KeyGroup::batch, "Batch"}, {KeyGroup::precision, "Precision & optimizer"},
-        {KeyGroup::savers, "Memory savers"}, {KeyGroup::parallelism, "Parallelism"}, {KeyGroup::gpu, "GPU"},
-        {KeyGroup::stack, "Training stack"}, {KeyGroup::run, "Run and cost"}};
+const std::vector<GroupRow>& key_groups() {
+    static const std::vector<GroupRow> groups = [] {
+        const Condition never;
+        const auto trl = methods_where([](const MethodTraits& t) { return t.method != TrainingMethod::sft; });
+        std::vector<std::string> stacks;  // every framework but the default, the first choice
+        for (const ChoiceView& c : find_key("framework")->choices)
+            if (&c != &find_key("framework")->choices.front()) stacks.push_back(c.name);
+        return std::vector<GroupRow>{
+            // What a first-time user knows: the model, the GPU and how many, what is trained and how, the batch.
+            {KeyGroup::basics, "The run",
+             {"model", "gpu", "gpus", "finetune", "method", "seq_len", "prompt_len", "completion_len", "micro_batch"},
+             true, never},
+            {KeyGroup::parallelism, "Parallelism", {}, false, all({above("gpus", 1)})},
+            {KeyGroup::finetune, "Fine-tuning", {}, false, all({is("finetune", {"lora", "qlora"})})},
+            {KeyGroup::method, "Training method", {}, false, all({is("method", trl)})},
+            {KeyGroup::batch, "Batch", {}, false, never},
+            {KeyGroup::precision, "Precision & optimizer", {}, false, never},
+            {KeyGroup::savers, "Memory savers", {}, false, never},
+            {KeyGroup::stack, "Training stack", {}, false, all({is("framework", stacks)})},
+            {KeyGroup::model, "Model", {}, false, never},
+            {KeyGroup::gpu, "GPU", {}, false, never},
+            {KeyGroup::run, "Run and cost", {}, false, never}};
+    }();
     return groups;
 }
 
@@ -639,7 +656,14 @@ void bounds_json(json& j, KeyType type, double lo, double hi, bool open) {
 
 json schema_json() {
     json groups = json::array();
-    for (const auto& [g, title] : key_groups()) groups.push_back({{"id", group_id(g)}, {"title", title}});
+    for (const GroupRow& g : key_groups()) {
+        json order = json::array();
+        for (const char* name : g.order) order.push_back(find_key(name)->link);
+        json j = {{"id", group_id(g.group)}, {"title", g.title}, {"order", order}};
+        if (g.open) j["open"] = true;
+        if (!g.opens.always()) j["opens"] = condition_json(g.opens);
+        groups.push_back(j);
+    }
     json keys = json::array();
     for (const Key& k : config_keys()) {
         json j = {{"name", k.name}, {"type", to_string(k.type)}, {"default", k.default_rule}, {"label", k.label},

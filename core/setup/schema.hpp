@@ -100,7 +100,16 @@ struct Key {
 // Every key in reading order (a key's `before`, `late` and `applies` read only keys above it).
 const std::vector<Key>& config_keys();
 const Key* find_key(const std::string& name);
-const std::vector<std::pair<KeyGroup, const char*>>& key_groups();  // in the page's order, with their titles
+// The page's groups in its order. The basics are the short path a first-time user answers; every other group stays
+// folded until `opens` holds (a choice that needs it) or one of its keys is set or wrong.
+struct GroupRow {
+    KeyGroup group;
+    const char* title;
+    std::vector<const char*> order;  // its keys in the page's order, where that is not the reading order
+    bool open = false;               // never folded
+    Condition opens;                 // when it opens itself (none: only when opened, or one of its keys is set)
+};
+const std::vector<GroupRow>& key_groups();
 
 const ChoiceView* choice_of(const Key&, int value);  // nullptr when the key has no such choice
 // Whether a key applies to a configuration, and its condition in the JSON format's words

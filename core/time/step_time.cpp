@@ -201,7 +201,14 @@ StepTime estimate_step_time(const Config& c) {
     StepTime t;
     const double peak = peak_flops(c);
     t.model_flops_per_token = token_flops(c, false).total();
-    if (peak <= 0 || c.method != TrainingMethod::sft) return t;  // generation and scoring are not timed
+    if (c.method != TrainingMethod::sft) {
+        t.unknown_reason = "not timed under TRL's trainers: generation, scoring and the reference passes have no time model yet";
+        return t;
+    }
+    if (peak <= 0) {
+        t.unknown_reason = "no dense peak FLOP/s known for this GPU in this precision";
+        return t;
+    }
     t.known = true;
     t.lower_bound = c.offload != Offload::none || c.activation_offload;
     // One GPU's seconds of compute for its tokens (cp splits them; tp and pp split each token's FLOPs).

@@ -21,7 +21,8 @@ struct StepTime {
     double model_flops_per_token = 0;  // 6N plus attention (PaLM's convention), or LoRA's share of it
     double executed_flops_per_token = 0;  // what the GPUs run: causal flash halves the scores, recomputation adds
     double mfu = 0;                    // model FLOPs per second over the GPUs' dense peak
-    bool known = false;                // false when the GPU's peak is unknown (custom or no 16-bit tensor cores)
+    bool known = false;                // false: see unknown_reason
+    const char* unknown_reason = "";   // why the step is not timed, in words
     // A lower bound: the CPU's optimizer step under offload, and activation offloading's copies, are not timed.
     bool lower_bound = false;
 };

@@ -1,8 +1,9 @@
 // libFuzzer harness over the text-in, text-out API (core/json/api.hpp).
 //
-// The first byte picks the entry point, so one corpus covers all four:
+// The first byte picks the entry point, so one corpus covers all five:
 //   'S' + request  → sweep_json        'D' + config → deepspeed_json
-//   'A' + request  → adamw_json         anything else: the whole input → estimate_json
+//   'A' + request  → adamw_json         'M' + text   → search_models_json (limit 10)
+//   anything else: the whole input → estimate_json
 // (a configuration starts with '{' or whitespace, so plain config files in corpus/ go to estimate_json).
 //
 // Beyond "no crash, no sanitizer report, no hang", every call must satisfy invariants that hold for any input:
@@ -204,12 +205,13 @@ void check_sweep(const std::string& input, const vramcalc::ApiResult& r, const j
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string all(reinterpret_cast<const char*>(data), size);
     const char mode = size > 0 ? all[0] : '{';
-    const std::string input = (mode == 'S' || mode == 'D' || mode == 'A') ? all.substr(1) : all;
+    const std::string input = (mode == 'S' || mode == 'D' || mode == 'A' || mode == 'M') ? all.substr(1) : all;
     vramcalc::ApiResult r;
     switch (mode) {
         case 'S': r = vramcalc::sweep_json(input); break;
         case 'D': r = vramcalc::deepspeed_json(input); break;
         case 'A': r = vramcalc::adamw_json(input); break;
+        case 'M': r = vramcalc::search_models_json(input, 10); break;
         default: r = vramcalc::estimate_json(input); break;
     }
     const json out = json::parse(r.json, nullptr, false);
@@ -227,6 +229,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                               "a DeepSpeed batch size is not a positive integer");
             break;
         case 'A': CHECK_OR_FAIL(out.is_object() && out.contains("steps") && out.contains("param"), "adamw shape"); break;
+        case 'M': CHECK_OR_FAIL(out["results"].is_array() && out["results"].size() <= 10, "search results shape"); break;
         default: check_estimate(input, r, out, true); break;
     }
     return 0;

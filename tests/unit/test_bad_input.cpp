@@ -36,6 +36,7 @@ vramcalc::ApiResult call_by_mode(const std::string& data) {
         case 'S': return vramcalc::sweep_json(rest);
         case 'D': return vramcalc::deepspeed_json(rest);
         case 'A': return vramcalc::adamw_json(rest);
+        case 'M': return vramcalc::search_models_json(rest, 10);
         default: return vramcalc::estimate_json(data);
     }
 }
@@ -56,7 +57,8 @@ void check_answer(const vramcalc::ApiResult& r, char mode) {
         }
         return;
     }
-    if (mode == 'S' || mode == 'D' || mode == 'A') return;
+    if (mode == 'M') REQUIRE(out["results"].size() <= 10);
+    if (mode == 'S' || mode == 'D' || mode == 'A' || mode == 'M') return;
     double sum = 0;
     for (auto it = out["per_gpu_bytes"].begin(); it != out["per_gpu_bytes"].end(); ++it) {
         INFO(it.key());

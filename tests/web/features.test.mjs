@@ -279,19 +279,27 @@ test('narrow screens: a compact summary stays in view while editing fields far f
   assert.equal(await page.textContent('#mini-total'), await page.textContent('#total'));
   assert.equal(await page.getAttribute('#mini-fits', 'data-fits'), await page.getAttribute('#fits', 'data-fits'));
   // Editing far below: the summary follows.
-  await page.fill('#f-seq_len', '512');
+  await page.fill('#f-grad_accum', '2');
   await settle(page);
   assert.equal(await page.textContent('#mini-total'), await page.textContent('#total'));
-  const field = await page.locator('#f-seq_len').boundingBox();
+  const field = await page.locator('#f-grad_accum').boundingBox();
   assert.ok(field.y >= box.height, 'the field being edited is not under the summary');
-  await page.click('#mini');
+  await page.click('#mini-go');
   await page.waitForSelector('#mini', { state: 'hidden' });
   await clean(page, log);
   await context.close();
+  // On wide screens too (issue 24: the answer in view at every width): total against capacity, headroom, the
+  // largest micro-batch and the first change that fits.
   const wide = await open('?model=llama-2-7b', { viewport: { width: 1280, height: 600 } });
   await wide.page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-  await wide.page.waitForTimeout(200);
-  assert.equal(await wide.page.isVisible('#mini'), false, 'not on wide screens');
+  await wide.page.waitForSelector('#mini', { state: 'visible' });
+  const r = estimate(JSON.parse(await wide.page.textContent('#config-json')));
+  assert.equal(await wide.page.textContent('#mini-total'), await wide.page.textContent('#total'));
+  assert.match(await wide.page.textContent('#mini-head'), r.headroom_bytes < 0 ? / over$/ : / free$/);
+  assert.equal(await wide.page.textContent('#mini-mb'), `largest micro-batch ${r.max_micro_batch || 'none'}`);
+  const fix = r.suggestions.find((s) => s.fits);
+  assert.ok(!r.fits && fix, 'llama-2-7b full fine-tuning on one A100 has a change that fits');
+  assert.match(await wide.page.textContent('#mini-fix'), new RegExp(`^First fix: ${fix.change.replace(/[()+.]/g, '\\$&')} → `));
   await wide.context.close();
 });
 

@@ -5,6 +5,7 @@ import { extname, join, normalize, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { spawnSync } from 'node:child_process';
+import { gzipSync } from 'node:zlib';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const SITE = process.env.VRAMCALC_SITE || join(ROOT, 'build/wasm/site');
@@ -47,7 +48,8 @@ const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; ch
   '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json' };
 
 // Serves SITE on 127.0.0.1 at a free port. Returns {url, close, requests}.
-export async function serve(root = SITE) {
+// gzip: compress what the browser accepts gzipped, as a real host does (the benchmark's network figures).
+export async function serve(root = SITE, { gzip = false } = {}) {
   const requests = [];
   const server = createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
     requests.push(req.url);
@@ -56,8 +58,11 @@ export async function serve(root = SITE) {
     if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
     if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
     if (!existsSync(file)) { res.writeHead(404).end('not found'); return; }
-    res.writeHead(200, { 'content-type': TYPES[extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
-    res.end(readFileSync(file));
+    const headers = { 'content-type': TYPES[extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' };
+    let body = readFileSync(file);
+    if (gzip && /\bgzip\b/.test(req.headers['accept-encoding'] || '')) body = gzipSync(body), headers['content-encoding'] = 'gzip';
+    res.writeHead(200, headers);
+    res.end(body);
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   const { port } = server.address();
@@ -76,7 +81,7 @@ export async function launch() {
 // A page of `url` in a new context that records what must never happen: a dialog, a script error, a request to
 // an origin outside `origins`, a CSP violation (in any frame). `ready`: wait for the calculator's first estimate.
 export async function openPage(browser, url, { origins = [new URL(url).origin + '/'], viewport = { width: 1280, height: 900 },
-  ready = true, colorScheme = 'light', setup } = {}) {
+  ready = true, colorScheme = 'light', setup, unfold = true } = {}) {
   const context = await browser.newContext({ viewport, colorScheme });
   const page = await context.newPage();
   const log = { dialogs: [], errors: [], foreign: [] };
@@ -93,7 +98,15 @@ export async function openPage(browser, url, { origins = [new URL(url).origin + 
   if (setup) await setup(context, page);
   await page.goto(url);
   if (ready) await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  if (ready && unfold) await unfoldSettings(page);
   return { page, context, log };
+}
+
+// Opens every folded group of the form, as the "Show every setting" button does (tests of the knobs themselves).
+export async function unfoldSettings(page) {
+  // Pressed from script: a click would scroll the page down to the button.
+  if (await page.isVisible('#unfold') && await page.getAttribute('#unfold', 'aria-pressed') !== 'true')
+    await page.evaluate(() => document.getElementById('unfold').click());
 }
 
 // Two animation frames: the page's scheduled update has run.

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { cli, ARTIFACTS, CLI } from './lib.mjs';
+import { cli, ARTIFACTS, CLI, unfoldSettings } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -25,6 +25,7 @@ async function open(query, viewport = { width: 1280, height: 900 }) {
   });
   await page.goto(server.url + query);
   await page.waitForSelector('body[data-ready=true][data-details=true]', { timeout: 15000 });
+  await unfoldSettings(page);
   return { page, context, log };
 }
 
@@ -76,7 +77,7 @@ test('the figures shown match the native CLI, as the inputs change', async () =>
   assert.equal(s.bytes, String(native.total_bytes));
   assert.equal(s.fits, String(native.fits));
   assert.equal(new URL(page.url()).search,
-    '?model=llama-2-7b&gpu=a100-80gb&strategy=deepspeed&gpus=8&zero=2&seq_len=4096&micro_batch=2&checkpointing=full');
+    '?model=llama-2-7b&gpu=a100-80gb&gpus=8&strategy=deepspeed&zero=2&seq_len=4096&micro_batch=2&checkpointing=full');
   // The peak phase and the breakdown come from the same report.
   assert.equal(await page.textContent('#peak-phase'), native.peak_phase.replace('_', ' '));
   assert.ok((await page.$$('#bar .seg')).length >= 4);
@@ -269,6 +270,7 @@ test('hostile share links: nothing executes, each problem is reported, the page 
     // Still usable: a valid change gives figures again.
     await page.evaluate(() => { document.body.classList.remove('embed'); });
     if (!(await page.isVisible('#f-model'))) throw new Error(`${label}: form hidden`);
+    await unfoldSettings(page);
     await page.fill('#f-model', 'gpt2');
     await page.selectOption('#f-strategy', 'deepspeed');
     await page.selectOption('#f-strategy', 'single');
@@ -303,11 +305,16 @@ test('models by name: a Hugging Face id or hub URL selects it, offline; the link
   assert.equal(new URL(page.url()).search, '?model=Qwen%2FQwen3-8B&gpu=a100-80gb');
   assert.deepEqual(server.requests.slice(requests).filter((u) => u !== '/favicon.svg'), [], 'no request after the page loaded');
 
-  // A pasted hub URL selects its id (and the field shows the id); so does another spelling.
+  // A pasted hub URL selects its id; the field keeps what was typed while it is typed in (issue 24), and shows the id
+  // once it is left or Enter is pressed. So does another spelling.
   await page.fill('#f-model', 'llama-2-13b');
   await settle(page);
   assert.equal(JSON.parse((await shown(page)).config).model, 'llama-2-13b');
   await page.fill('#f-model', 'https://huggingface.co/Qwen/Qwen3-8B/tree/main');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'https://huggingface.co/Qwen/Qwen3-8B/tree/main');
+  assert.deepEqual(await shown(page), s);
+  await page.press('#f-model', 'Enter');
   await settle(page);
   assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
   assert.deepEqual(await shown(page), s);
@@ -392,7 +399,7 @@ test('the explicit architecture starts from the shape, never the experts, of the
   await settle(page);
   assert.equal(await page.inputValue('#f-model-activation'), 'gelu');
   assert.deepEqual(JSON.parse((await shown(page)).config).finetune.targets, ['q_proj', 'v_proj']);
-  assert.equal(await page.isChecked('#f-targets input[value=gate_proj]'), false);
+  assert.equal(await page.$('#f-targets input[value=gate_proj]'), null, 'a plain MLP offers no gate_proj chip');
   assert.doesNotMatch(page.url(), /activation/);
   await page.selectOption('#f-model-activation', 'relu');
   await page.selectOption('#f-model-position', 'alibi');
@@ -773,7 +780,8 @@ test('suggestions with the new keys: the 16-bit cross-entropy kernel on a torcht
   assert.equal(await page.inputValue('#f-loss'), 'fused');
   assert.equal(s.bytes, String(sgt.total_bytes));
   assert.deepEqual([cfg.cp, cfg.tp, cfg.sequence_parallel, cfg.checkpointing], [2, 2, true, 'selective-op'], 'the rest is kept');
-  assert.equal(await page.inputValue('#share-url'), server.url + query.replace('&checkpointing', '&loss=fused&checkpointing'));
+  assert.equal(await page.inputValue('#share-url'),
+    server.url + query.replace('&strategy=fsdp&gpus=8', '&gpus=8&strategy=fsdp').replace('&checkpointing', '&loss=fused&checkpointing'));
   await clean(page, log);
   assert.deepEqual(log.errors, []);
   await context.close();

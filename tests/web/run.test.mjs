@@ -201,7 +201,7 @@ test('time and cost: the CLI’s figures, per phase and per suggestion; hours, G
   await again.context.close();
 
   // Epochs × dataset tokens; several GPUs: the node fields.
-  await page.fill('#f-train_tokens', '');
+  await page.fill('#f-train_tokens', '0');
   await page.fill('#f-epochs', '3');
   await page.fill('#f-dataset_tokens', '500M');
   await page.selectOption('#f-strategy', 'ddp');
@@ -245,7 +245,7 @@ test('time and cost: the CLI’s figures, per phase and per suggestion; hours, G
   await off.context.close();
   const custom = await open('?gpu=custom&gpu.memory_gib=48&model=llama-3.2-1b');
   assert.equal(await custom.page.textContent('#step-time'), '—');
-  assert.match(await custom.page.textContent('#step-time-sub'), /no peak FLOPS known/);
+  assert.match(await custom.page.textContent('#step-time-sub'), /no dense peak FLOP\/s known/);
   assert.equal(await custom.page.textContent('#tokens-s'), '—');
   await clean(custom.page, custom.log);
   await custom.context.close();
