@@ -6,8 +6,7 @@ import { initAdamw } from './adamw.js';
 import {
   CHOICES, ARCH_KEYS, DEFAULTS, ROWS, LINK_OF, PARAM_ORDER, ZERO, MAX_GPUS, FOLLOWERS, defaultOf, describeState, applies, holds,
   isUnset, initialState, toConfig, toQuery,
-  fromQuery, applyPatch, applyProfile, follow, readSchema, rolesOf, translateTargets, compactHf, clip, resolveModel,
-  closeModels, readView,
+  fromQuery, applyPatch, applyProfile, follow, readSchema, rolesOf, translateTargets, compactHf, clip, findModel, readView,
 } from './params.js';
 import { LABELS, UNSET_LABELS, zeroLabel, buildFields, FIELDS, FIELD, FORM_GROUPS, fid, eid, nid } from './fields.js';
 import { renderAnswer, renderSuggestions, summaryLine } from './answer.js';
@@ -61,7 +60,8 @@ function buildControl(f) {
       const other = h('div', { class: 'model-other' },
         h('button', { type: 'button', class: 'small', dataset: { model: 'custom' }, onclick: () => pickModel('custom') }, 'Custom architecture'),
         h('button', { type: 'button', class: 'small', dataset: { model: 'hf' }, onclick: () => pickModel('hf') }, 'Paste config.json'));
-      return h('div', { class: 'model-pick' }, input, list, other);
+      const results = h('ul', { id: 'model-results', class: 'model-results', 'aria-label': 'Models of that name', hidden: true });
+      return h('div', { class: 'model-pick' }, input, list, results, other);
     }
     case 'gpu': {
       const sel = h('select', common);
@@ -238,40 +238,60 @@ let modelText = null;   // what the model field holds when it names no model (el
 let modelError = null;
 let modelIds = [];      // presets, then the catalog
 
-function unknownModel(text) {
-  const near = closeModels(text, modelIds);
+// A name that selects no model: the error says so, and the closest models are listed to pick from.
+function unknownModel(text, near) {
+  showModelResults(near);
   return `“${clip(text.trim(), 60)}” is not a preset or a model of the catalog.` +
-    (near.length ? ` Did you mean ${near.join(', ')}?` : '') +
+    (near.length ? ` Did you mean ${near.slice(0, 3).map((m) => m.id).join(', ')}? Pick one below.` : '') +
     ' For another model, choose “Paste config.json” and paste its config.json.';
 }
+let resultsKey = '';
+function showModelResults(near) {
+  const list = $('model-results');
+  list.hidden = !near.length;
+  // The same list is kept (leaving the field to click one rebuilt it between the press and the release otherwise).
+  const key = near.map((m) => m.id).join('\n');
+  if (key === resultsKey) return;
+  resultsKey = key;
+  clear(list);
+  for (const m of near)
+    list.append(h('li', {}, h('button', { type: 'button', class: 'small result', dataset: { model: m.id },
+      onclick: () => pickModel(m.id) }, m.id, h('span', { class: 'result-sub' }, ` · ${count(m.parameters)}`))));
+}
 
-// The model field: an id or hub URL selects its model as soon as it matches; anything else is reported next to
-// the field (on every keystroke, like the other fields) until it does. Cleared and left, it shows the model again.
+// The model field: a name selects its model as soon as the core reads it as one (the field keeps what is typed
+// until it is left); anything else is reported next to the field with the closest models, until it does. Cleared
+// and left, it shows the model again.
 let typingModel = false;
 function onModelText(text, type) {
   typingModel = type !== 'change';
   const t = text.trim();
-  const id = t === 'custom' || t === 'hf' ? t : resolveModel(t, modelIds);
+  const found = t === 'custom' || t === 'hf' ? { id: t, near: [] } : t ? findModel(t) : { id: null, near: [] };
+  const id = found.id;
   if (id) {
     modelText = null;
     modelError = null;
+    showModelResults([]);
     if (id !== state.model) return selectModel(id);
-    if (type === 'change' || text !== id) return refresh(true);  // shows the id for a pasted URL
+    if (type === 'change' || text !== id) return refresh(true);  // shows the id for a pasted URL once left
     return refresh(false);
   }
   if (!t) {
     modelText = type === 'change' ? null : text;
     modelError = null;
+    showModelResults([]);
     return refresh(type === 'change');
   }
   modelText = text;
-  modelError = unknownModel(t);
+  modelError = unknownModel(t, found.near);
   refresh(false);
 }
 
 function pickModel(v) {
   modelText = null;
   modelError = null;
+  typingModel = false;
+  showModelResults([]);
   commit();
   selectModel(v);
 }

@@ -4,10 +4,8 @@
 // core too (describe). Nothing here repeats the core's tables. Anything a link holds that the schema does not accept
 // is reported and ignored, never shown as markup.
 
-import { resolveModel, closeModels } from './names.js';
 import { compactHf, fromBase64Url, toBase64Url } from './hfjson.js';
 
-export { modelIdOf, resolveModel, closeModels } from './names.js';
 export { HF_DROP, hfKeyDropped, compactHf, toBase64Url, fromBase64Url } from './hfjson.js';
 
 // Filled by readSchema: the link parameters the core's keys take, by kind.
@@ -90,6 +88,13 @@ export function readSchema(mod) {
   for (const k of ARCH_KEYS) DEFAULTS['model.' + k] = ARCH_DEFAULTS[k];
 }
 const isUnsetChoice = (key) => Object.hasOwn(UNSET, key) && typeof UNSET[key] === 'string' && UNSET[key] !== '';
+
+// What the core reads a model name as (a preset or catalog id, a hub URL, the one catalog model a spelling names),
+// and the closest models (core/model/model_search.cpp): null id when it names none or several.
+export function findModel(text, limit = 5) {
+  const r = JSON.parse(core.searchModels(String(text).slice(0, 512), limit));
+  return { id: r.resolves || null, near: r.results || [] };
+}
 
 // ---------- the core's view of a state ----------
 
@@ -427,10 +432,10 @@ export function fromQuery(search, { models, gpus, nested = false }) {
   let model = get('model');
   if (model === undefined && get('hf') !== undefined) model = 'hf';
   if (model !== undefined) {
-    const id = model === 'custom' || model === 'hf' ? model : resolveModel(model, models);
-    if (id) state.model = id;
+    const found = model === 'custom' || model === 'hf' ? { id: model, near: [] } : findModel(model, 3);
+    if (found.id) state.model = found.id;
     else {
-      const near = closeModels(model, models);
+      const near = found.near.map((m) => m.id);
       report('model', `"${clip(model)}" is not a preset or a Hugging Face id of the catalog (nor "custom" or "hf"); ` +
         `ignored${near.length ? `. Did you mean ${near.join(', ')}?` : ''}`);
     }
@@ -530,7 +535,7 @@ function readScalar(key, text, bad, ids = {}) {
     return undefined;
   }
   if (MODEL_KEYS.includes(key)) {
-    const id = resolveModel(text, ids.models);
+    const id = findModel(text, 1).id;
     if (id) return id;
     bad(key, 'must be a preset id or a Hugging Face id of the catalog');
     return undefined;

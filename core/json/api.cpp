@@ -167,7 +167,8 @@ ApiResult search_models_json(const std::string& query, int limit) {
     json results = json::array();
     for (const ModelMatch& m : search_models(query, std::size_t(limit)))
         results.push_back({{"id", m.id}, {"name", m.name}, {"parameters", m.parameters}, {"match", match_name(m.match)}});
-    return {true, dump({{"results", results}})};
+    const std::string id = resolve_model_name(query);  // what a configuration's model reads the text as
+    return {true, dump({{"results", results}, {"resolves", id.empty() ? json(nullptr) : json(id)}})};
 }
 
 std::string presets_json() {

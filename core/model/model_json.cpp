@@ -237,28 +237,30 @@ const std::vector<ArchitectureKey>& architecture_keys() {
     return keys;
 }
 
+std::string resolve_model_name(const std::string& text) {
+    if (const ModelPreset* p = find_model_preset(text)) return p->arch.id;
+    if (const CatalogModel* m = find_catalog_model(text)) return m->id;
+    const std::vector<std::string> named = exact_models(text);
+    return named.size() == 1 ? named[0] : "";
+}
+
 void read_model(const json* v, Architecture& a, const std::string& field, std::vector<std::string>& notes,
                 std::vector<FieldError>& errors) {
     if (!v) return;
     if (v->is_string()) {
-        // A preset id, or a catalog id in any case or as its hub URL; else the one catalog model the spelling names.
-        const auto select = [&](const std::string& id) {
-            if (const ModelPreset* p = find_model_preset(id)) {
-                a = p->arch;
-            } else if (const CatalogModel* m = find_catalog_model(id)) {
-                read_hf_config(json::parse(m->config), a, field + ".", errors, notes);
-                a.id = m->id;
-            } else {
-                return false;
-            }
-            return true;
-        };
         const std::string text = v->get<std::string>();
-        if (select(text)) return;
+        const std::string id = resolve_model_name(text);
+        if (const ModelPreset* p = id.empty() ? nullptr : find_model_preset(id)) {
+            a = p->arch;
+            return;
+        }
+        if (const CatalogModel* m = id.empty() ? nullptr : find_catalog_model(id)) {
+            read_hf_config(json::parse(m->config), a, field + ".", errors, notes);
+            a.id = m->id;
+            return;
+        }
         const std::vector<std::string> named = exact_models(text);
-        if (named.size() == 1) {
-            select(named[0]);
-        } else if (!named.empty()) {
+        if (!named.empty()) {
             errors.push_back({field, show(*v) + " names several models: " + join(named) + "; give one of these ids"});
         } else {
             std::vector<std::string> near;

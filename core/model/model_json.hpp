@@ -42,6 +42,9 @@ const std::vector<ArchitectureKey>& architecture_keys();
 // The activation a gated or plain MLP takes when the architecture names none.
 Activation default_activation(Mlp);
 
+// The id a model name reads as: a preset id, a catalog id in any case or as its hub URL, else the one catalog model
+// the spelling names exactly (model_search.hpp); "" when none or several.
+std::string resolve_model_name(const std::string& text);
 void read_model(const nlohmann::json* v, Architecture& a, const std::string& field, std::vector<std::string>& notes,
                 std::vector<FieldError>& errors);
 nlohmann::json model_to_json(const Architecture&);

@@ -22,7 +22,7 @@ err=$("$cli" estimate /no/such/file 2>&1); rc=$?
 check "missing file exits 2" '[ $rc -eq 2 ]'
 check "presets lists A100 80GB" '"$cli" presets | grep -q "\"a100-80gb\""'
 check "models --search finds a spelling" \
-  '"$cli" models --search "llama 3.1 8b" | grep -q "^{\"results\":\[{\"id\":\"meta-llama/Llama-3.1-8B\",\"match\":\"exact\""'
+  '"$cli" models --search "llama 3.1 8b" | grep -q "^{\"resolves\":\"meta-llama/Llama-3.1-8B\",\"results\":\[{\"id\":\"meta-llama/Llama-3.1-8B\",\"match\":\"exact\""'
 err=$(echo '{"model":"qwne3-8b"}' | "$cli" estimate - 2>&1 >/dev/null); rc=$?
 check "an unknown model names the closest ids" '[ $rc -eq 2 ] && grep -q "^error: model: unknown model \"qwne3-8b\" (did you mean Qwen/Qwen3-8B" <<<"$err"'
 check "deepspeed config has the ZeRO stage" \

@@ -144,7 +144,17 @@ TEST_CASE("searchModels: JSON results, bad arguments named") {
     // 8190735360: transformers' count of Qwen/Qwen3-8B's config.json (tests/data/hf_configs/expected.json)
     CHECK(j["results"][0] == json{{"id", "Qwen/Qwen3-8B"}, {"name", "Qwen3-8B"}, {"parameters", 8190735360u}, {"match", "exact"}});
     CHECK(j["results"][1]["match"] == "prefix");
-    CHECK(json::parse(search_models_json("nothing like it", 10).json) == json{{"results", json::array()}});
+    CHECK(j["resolves"] == "Qwen/Qwen3-8B");
+    CHECK(json::parse(search_models_json("nothing like it", 10).json) == json{{"results", json::array()}, {"resolves", nullptr}});
+    // What the search says a name resolves to is what a configuration's model reads it as (or an error there).
+    for (const char* text : {"Qwen3-8B", "qwen/qwen3-8b", "llama-2-7b", "LLAMA-2-7B", "llama 3.1 8b", "qwne3-8b",
+                             "https://huggingface.co/Qwen/Qwen3-8B/tree/main", "gemma-3-12b", "mistral 7b"}) {
+        const json resolves = json::parse(search_models_json(text, 5).json)["resolves"];
+        const ParsedConfig p = parse_config(json{{"model", text}});
+        INFO(text);
+        CHECK(p.ok() == resolves.is_string());
+        if (p.ok()) CHECK(p.config.model.id == resolves.get<std::string>());
+    }
     const ApiResult bad = search_models_json("qwen", 0);
     CHECK(!bad.ok);
     CHECK(json::parse(bad.json)["errors"][0]["field"] == "limit");

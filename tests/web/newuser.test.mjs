@@ -51,14 +51,14 @@ const TASKS = [
   { name: 'Llama-3.1-8B full fine-tuning on 8×A100-80GB with FSDP at 4096',
     steps: [['#f-model', 'type', 'Llama-3.1-8B'], ['#f-gpus', 'type', '8'], ['#f-strategy', 'pick', 'fsdp'],
       ['#f-seq_len', 'type', '4096']],
-    want: { model: 'llama-3.1-8b', gpu: 'a100-80gb', gpus: 8, strategy: 'fsdp', seq_len: 4096, finetune: 'full' } },
+    want: { model: 'meta-llama/Llama-3.1-8B', gpu: 'a100-80gb', gpus: 8, strategy: 'fsdp', seq_len: 4096, finetune: 'full' } },
   { name: 'Qwen3-8B LoRA on one RTX 4090 at 4k',
     steps: [['#f-model', 'type', 'Qwen3-8B'], ['#f-gpu', 'pick', 'rtx-4090'], ['#f-finetune', 'pick', 'lora'],
       ['#f-seq_len', 'type', '4096']],
     want: { model: 'Qwen/Qwen3-8B', gpu: 'rtx-4090', gpus: 1, seq_len: 4096, finetune: { method: 'lora' } } },
   { name: 'QLoRA of a 70B model on one H100',
     steps: [['#f-model', 'type', 'llama 3.1 70b'], ['#f-gpu', 'pick', 'h100-80gb'], ['#f-finetune', 'pick', 'qlora']],
-    want: { model: 'llama-3.1-70b', gpu: 'h100-80gb', gpus: 1, finetune: { method: 'qlora' } } },
+    want: { model: 'meta-llama/Llama-3.1-70B', gpu: 'h100-80gb', gpus: 1, finetune: { method: 'qlora' } } },
 ];
 
 for (const task of TASKS) {
@@ -167,5 +167,22 @@ test('charts scale to their data: a logarithmic axis when the values run far abo
     const byValue = new Map(pts.map((p) => [/: ([\d.]+ [KMGT]iB)/.exec(p.t)[1], p.y]));
     assert.equal(new Set(byValue.values()).size, byValue.size, `${id}: ${JSON.stringify([...byValue])}`);
   }
+  await context.close();
+});
+
+test('model search: a misspelt name lists the closest models, one click picks one', async () => {
+  const { page, context } = await fresh();
+  await page.fill('#f-model', 'qwne3-8b');
+  await settle(page);
+  assert.match(await page.textContent('#e-model'), /Did you mean Qwen\/Qwen3-8B/);
+  const listed = await page.$$eval('#model-results button', (b) => b.map((x) => x.dataset.model));
+  assert.equal(listed[0], 'Qwen/Qwen3-8B');
+  assert.ok(await answerInView(page));
+  await page.click('#model-results button[data-model="Qwen/Qwen3-8B"]');
+  await settle(page);
+  assert.equal(await page.inputValue('#f-model'), 'Qwen/Qwen3-8B');
+  assert.equal(await page.textContent('#e-model'), '');
+  assert.equal(await page.isHidden('#model-results'), true);
+  assert.equal(JSON.parse(await page.textContent('#config-json')).model, 'Qwen/Qwen3-8B');
   await context.close();
 });
