@@ -14,6 +14,8 @@ namespace {
 
 const char* kUsage =
     "usage: vramcalc estimate FILE|- [--table]   per-GPU memory of a training run\n"
+    "       vramcalc plan FILE|-                  the estimate with its plans: the fastest combinations of changes that fit\n"
+    "       vramcalc sizing FILE|-                which GPUs to rent, how many: each with its fastest plan, hours and cost\n"
     "       vramcalc sweep FILE|-                 peak memory over a micro_batch x seq_len grid\n"
     "       vramcalc deepspeed FILE|-             a DeepSpeed config matching the settings\n"
     "       vramcalc exports FILE|-               every launch config and command that fits the settings\n"
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);
     const bool table = argc == 4 && std::string(argv[3]) == "--table" && cmd == "estimate";
-    if ((cmd == "estimate" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw" || cmd == "describe") &&
+    if ((cmd == "estimate" || cmd == "plan" || cmd == "sizing" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw" || cmd == "describe") &&
         (argc == 3 || table)) {
         std::string input;
         if (!read_input(argv[2], input)) {
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
             return 2;
         }
         if (cmd == "estimate") return print_result(vramcalc::estimate_json(input), table);
+        if (cmd == "plan") return print_result(vramcalc::plan_json(input), false);
+        if (cmd == "sizing") return print_result(vramcalc::sizing_json(input), false);
         if (cmd == "sweep") return print_result(vramcalc::sweep_json(input), false);
         if (cmd == "deepspeed") return print_result(vramcalc::deepspeed_json(input), false);
         if (cmd == "exports") return print_result(vramcalc::exports_json(input), false);

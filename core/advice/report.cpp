@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "advice/changes.hpp"
 #include "memory/memory_common.hpp"
 #include "memory/memory_terms.hpp"
 #include "memory/phases.hpp"
-#include "setup/config_json.hpp"
 #include "setup/strategies.hpp"
 #include "setup/training_methods.hpp"
 
@@ -33,165 +33,6 @@ std::string gib(double bytes) {
     return s;
 }
 
-struct Candidate {
-    std::string change;
-    nlohmann::json patch;
-    std::string why;
-};
-
-// Applies a patch through the same parser users go through, so a suggestion is always a valid config.
-bool apply(const Config& c, const nlohmann::json& patch, Config& out) {
-    nlohmann::json j = config_to_json(c);
-    for (auto it = patch.begin(); it != patch.end(); ++it) j[it.key()] = it.value();
-    ParsedConfig p = parse_config(j);
-    if (!p.ok()) return false;
-    out = p.config;
-    return true;
-}
-
-// An OOM checklist in the usual order: precision, micro-batch/sequence, checkpointing and attention kernel,
-// ZeRO, offload, 8-bit optimizer, LoRA/QLoRA (more GPUs follow in make_report).
-std::vector<Candidate> candidates(const Config& c, std::uint64_t max_mb) {
-    std::vector<Candidate> out;
-    nlohmann::json adapter_targets = nlohmann::json::array();  // the attention projections
-    for (const Linear& l : attention_linears(c.model))
-        if (std::find(adapter_targets.begin(), adapter_targets.end(), l.name) == adapter_targets.end())
-            adapter_targets.push_back(l.name);
-    const MemoryEstimate current = estimate_memory(c);
-    const Terms& peak = current.at_peak();
-    // TRL's regimes (trl_phases.cpp).
-    const MethodTraits& method = method_traits(c.method);
-    if (method.takes_reference && c.reference == Reference::model && c.finetune.method != FinetuneMethod::full)
-        out.push_back({"Reference = the policy with its adapters off", {{"reference", "base-without-adapters"}},
-                       "no second model: TRL scores the reference with the LoRA adapters disabled"});
-    if (method.needs_reference && c.reference != Reference::precomputed)
-        out.push_back({"Precompute the reference log-probabilities", {{"reference", "precomputed"}},
-                       "one pass before training (precompute_ref_log_probs): no reference forward or model in the step"});
-    if (c.method == TrainingMethod::distill && c.teacher_dtype == Dtype::fp32)
-        out.push_back({"Teacher in bf16", {{"teacher_dtype", "bf16"}},
-                       "teacher_model_init_kwargs dtype bfloat16: half the teacher's weights and hidden states"});
-    if (method.takes_reference && c.reference == Reference::model && c.strategy == Strategy::fsdp && c.fsdp_version == 2 && c.zero == 3)
-        out.push_back({"FSDP 1 for the reference's sake", {{"fsdp_version", 1}},
-                       "TRL's prepare_fsdp wraps the reference per layer under FSDP 1 (its root unit kept) instead of one FSDP 2 unit "
-                       "gathered whole for each forward; FSDP 1 is deprecated from transformers 5.18"});
-    if (c.method == TrainingMethod::ppo && std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) > 1)
-        out.push_back({"Generate and score the rollout in smaller chunks", {{"rollout_forward_batch", std::max<std::uint64_t>(1, std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches) / 2)}},
-                       "local_rollout_forward_batch_size: generation's KV cache and the reference's whole logits shrink (the rollout's scores do not)"});
-    if (c.method == TrainingMethod::ppo && reward_element_bytes(c) == 4)
-        out.push_back({"Reward model in bf16", {{"reward_dtype", "bf16"}}, "the frozen reward model's weights halve"});
-    if (method.groups && c.num_generations % 2 == 0 && c.num_generations / 2 >= (c.method == TrainingMethod::rloo ? 2 : 1) &&
-        c.micro_batch % 2 == 0)
-        out.push_back({"Fewer generations per prompt (" + std::to_string(c.num_generations / 2) + ")",
-                       {{"num_generations", c.num_generations / 2}, {"micro_batch", c.micro_batch / 2}},
-                       "half the completions per step: the KV cache and the policy's batch halve"});
-    if (c.inference_engine == InferenceEngine::vllm_colocate && !c.inference_sleep_mode)
-        out.push_back({"vLLM sleep mode between generations", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", c.inference_gpu_share}, {"sleep_mode", true}}}},
-                       "vllm_enable_sleep_mode: the engine frees its share after each generation (slower: it is woken and its weights reloaded)"});
-    if (c.inference_engine == InferenceEngine::vllm_colocate && c.inference_gpu_share > 0.1)
-        out.push_back({"A smaller vLLM share of the GPU", {{"inference_engine", {{"name", "vllm"}, {"gpu_memory_utilization", 0.5 * c.inference_gpu_share}, {"sleep_mode", c.inference_sleep_mode}}}},
-                       "vLLM reserves gpu_memory_utilization of the card for its weights and KV cache"});
-    if (c.precision == Precision::fp32_true)
-        out.push_back({"Train in bf16 mixed precision", {{"precision", "bf16-mixed"}},
-                       "activations and logits drop to 16-bit while weights stay fp32"});
-    const bool adapters = c.finetune.method != FinetuneMethod::full;
-    if (c.precision == Precision::bf16_mixed && adapters && adapter_recipe_allowed(c))
-        out.push_back({"Load the frozen base in bf16 (bf16-base-mixed)", {{"precision", "bf16-base-mixed"}},
-                       "the frozen weights halve; the adapters, their gradients and states stay fp32"});
-    else if (c.precision == Precision::bf16_mixed && c.strategy == Strategy::single)
-        out.push_back({"Keep weights in bf16 (bf16-true)", {{"precision", "bf16-true"}},
-                       "weights, gradients and optimizer states halve; watch for precision loss in updates"});
-    if (c.micro_batch > 1) {
-        // The largest divisor of the global batch that fits once accumulation carries gradients.
-        const std::uint64_t global = c.micro_batch * c.grad_accum;
-        std::uint64_t chosen = 1;
-        for (std::uint64_t b = std::min(c.micro_batch - 1, max_mb ? max_mb : 1), tries = 0; b > 1 && tries < 64; --b) {
-            if (global % b) continue;
-            ++tries;
-            Config smaller = c;
-            smaller.micro_batch = b, smaller.grad_accum = global / b;
-            if (estimate_memory(smaller).fits) {
-                chosen = b;
-                break;
-            }
-        }
-        out.push_back({"Lower micro_batch to " + std::to_string(chosen) + " with grad_accum " + std::to_string(global / chosen),
-                       {{"micro_batch", chosen}, {"grad_accum", global / chosen}},
-                       "activations scale with the micro-batch; accumulation keeps the global batch of " +
-                           std::to_string(global)});
-    }
-    if (c.seq_len >= 256 && peak.activations + peak.logits > 0)
-        out.push_back({"Halve seq_len to " + std::to_string(c.seq_len / 2), {{"seq_len", c.seq_len / 2}},
-                       "activations and logits scale with the sequence (attention scores with its square)"});
-    if (c.checkpointing != Checkpointing::full)
-        out.push_back({"Turn on full activation checkpointing", {{"checkpointing", "full"}},
-                       "each layer keeps only its input and recomputes the rest in backward (~33% more compute)"});
-    if (c.attention == Attention::eager)
-        out.push_back({"Use flash attention", {{"attention", "flash"}},
-                       "no seq_len x seq_len scores are stored"});
-    if (c.loss == Loss::full && c.strategy != Strategy::megatron)
-        out.push_back({"Chunked cross-entropy (8 chunks)", {{"loss", "chunked"}, {"loss_chunks", 8}},
-                       "the fp32 upcast of the logits is taken a chunk at a time"});
-    if (c.loss != Loss::fused && c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
-        out.push_back({"Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)", {{"loss", "fused"}},
-                       "the loss computes in fp32 inside the kernel: no fp32 copies of the logits"});
-    if (c.loss != Loss::fused_linear && c.strategy != Strategy::megatron)
-        out.push_back({"Fused linear cross-entropy (Liger)", {{"loss", "fused-linear"}},
-                       "lm_head and the loss run chunk by chunk: the logits never exist whole"});
-    if (!c.activation_offload && peak.activations > 0 && c.strategy != Strategy::megatron && c.strategy != Strategy::deepspeed)
-        out.push_back({"Offload activations to CPU", {{"activation_offload", true}},
-                       "saved activations wait in pinned CPU RAM and return ahead of their backward (torchtune)"});
-    if (!c.optimizer_in_backward && c.grad_accum == 1 && c.offload == Offload::none &&
-        (c.strategy == Strategy::single || c.strategy == Strategy::fsdp))
-        out.push_back({"Optimizer step in backward", {{"optimizer_in_backward", true}},
-                       "each gradient is applied and freed as soon as backward produces it (torchtune's optimizer_in_bwd)"});
-    if (detail::fsdp1_mixed_units(c))
-        out.push_back({"FSDP 2 instead of FSDP 1 for LoRA", {{"fsdp_version", 2}},
-                       "FSDP 1's units mixing frozen and LoRA weights give the whole flat parameter a gradient; FSDP 2 "
-                       "shards per parameter, so only the adapters get one"});
-    if (c.strategy == Strategy::deepspeed && c.zero < 3)
-        out.push_back({"ZeRO stage " + std::to_string(c.zero + 1), {{"zero", c.zero + 1}},
-                       "shards more of the model states across the data-parallel GPUs"});
-    if ((c.strategy == Strategy::ddp || c.strategy == Strategy::single) && c.gpus > 1)
-        out.push_back({"Shard with FSDP (FULL_SHARD)", {{"strategy", "fsdp"}, {"zero", 3}},
-                       "weights, gradients and optimizer states are split across the GPUs"});
-    if (c.offload == Offload::none) {
-        if (c.strategy == Strategy::deepspeed && c.zero == 3)
-            out.push_back({"Offload optimizer and parameters to CPU", {{"offload", "optimizer+params"}},
-                           "ZeRO-Infinity keeps only the layers in use on the GPU"});
-        else if (c.strategy == Strategy::deepspeed && c.zero >= 1)
-            out.push_back({"Offload the optimizer to CPU", {{"offload", "optimizer"}},
-                           "master weights and optimizer states move to CPU RAM (ZeRO-Offload)"});
-        else if (c.strategy == Strategy::single || c.strategy == Strategy::ddp || c.strategy == Strategy::deepspeed)
-            out.push_back({"DeepSpeed ZeRO-2 with the optimizer on CPU",
-                           {{"strategy", "deepspeed"}, {"zero", 2}, {"offload", "optimizer"}},
-                           "master weights and optimizer states move to CPU RAM (ZeRO-Offload)"});
-        else if (c.strategy == Strategy::fsdp)
-            out.push_back({"FSDP CPU offload", {{"offload", "optimizer+params"}},
-                           "parameters, gradients and the optimizer step move to the CPU"});
-    }
-    if (c.optimizer == Optimizer::adamw && c.offload == Offload::none && c.strategy != Strategy::megatron)
-        out.push_back({"8-bit AdamW (bitsandbytes)", {{"optimizer", "adamw-8bit"}},
-                       "optimizer states take 2 bytes per parameter instead of 8"});
-    if ((c.optimizer == Optimizer::adamw || c.optimizer == Optimizer::adamw_8bit) && c.offload == Offload::none &&
-        c.strategy != Strategy::megatron && c.strategy != Strategy::deepspeed)
-        out.push_back({"Paged 8-bit AdamW (bitsandbytes)", {{"optimizer", "paged-adamw-8bit"}},
-                       "8-bit states in CUDA unified memory, paged out to CPU RAM when the GPU runs short"});
-    // With adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
-    // At the configuration's own rank (PEFT's LoraConfig r=8 unless set), so the text is the form's value.
-    const std::string rank = std::to_string(c.finetune.rank);
-    nlohmann::json lora = {{"finetune", {{"method", "lora"}, {"rank", c.finetune.rank}, {"targets", adapter_targets}}}};
-    nlohmann::json qlora = {{"finetune", {{"method", "qlora"}, {"rank", c.finetune.rank}, {"targets", adapter_targets}}}};
-    if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
-        lora["precision"] = qlora["precision"] = "bf16-base-mixed";
-    if (c.finetune.method == FinetuneMethod::full && c.strategy != Strategy::megatron)
-        out.push_back({"LoRA (rank " + rank + ") instead of full fine-tuning", lora,
-                       "only the adapters have gradients and optimizer states"});
-    if (c.finetune.method != FinetuneMethod::qlora && c.strategy != Strategy::megatron)
-        out.push_back({"QLoRA: 4-bit base weights with LoRA (rank " + rank + ")", qlora,
-                       "frozen weights take about 0.52 bytes per parameter"});
-    return out;
-}
-
 }  // namespace
 
 Report make_report(const Config& c) {
@@ -202,14 +43,17 @@ Report make_report(const Config& c) {
     const Architecture& a = c.model;
 
     if (!r.memory.fits) {
-        for (const Candidate& cand : candidates(c, r.max_micro_batch)) {
+        const ChangeContext x{c, r.memory.at_peak(), r.max_micro_batch};
+        for (const ChangeRow& row : change_table()) {
+            if (!row.suggested_alone || !row.applies(x)) continue;
+            const nlohmann::json patch = row.patch(x);
             Config changed;
-            if (!apply(c, cand.patch, changed)) continue;
+            if (!apply_patch(c, patch, changed)) continue;
             const MemoryEstimate m = estimate_memory(changed);
             if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show
             const StepTime t = estimate_step_time(changed);
-            r.suggestions.push_back({cand.change, cand.patch, m.total, m.fits,
-                                     cand.why + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
+            r.suggestions.push_back({row.label(x, patch), patch, m.total, m.fits,
+                                     row.why(x, patch) + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
                                      t.lower_bound, changed.gpus});
         }
         // More GPUs, fully sharded, when the model states alone are the problem.
@@ -221,7 +65,7 @@ Report make_report(const Config& c) {
                     patch = {{"gpus", g}, {"strategy", "fsdp"}, {"zero", 3}};
                 else if (c.strategy == Strategy::deepspeed && c.zero < 3)
                     patch = {{"gpus", g}, {"zero", 3}};
-                if (!apply(c, patch, changed)) break;
+                if (!apply_patch(c, patch, changed)) break;
                 const MemoryEstimate m = estimate_memory(changed);
                 if (m.fits) {
                     const StepTime t = estimate_step_time(changed);
@@ -245,6 +89,7 @@ Report make_report(const Config& c) {
     });
     r.time = estimate_step_time(c);
     r.run = estimate_run_cost(c, r.time);
+    if (c.plan.on) r.plans = make_plans(c);
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "advice/planner.hpp"
 #include "memory/estimate.hpp"
 #include "time/step_time.hpp"
 
@@ -31,9 +32,10 @@ struct Report {
     std::vector<std::string> warnings;
     StepTime time;
     RunCost run;
+    Plans plans;  // with "plan": true (advice/planner.hpp)
 };
 
-// Everything: breakdown, largest micro-batch, what to change, warnings.
+// Everything: breakdown, largest micro-batch, what to change, warnings; the plans when the configuration asks.
 Report make_report(const Config&);
 
 }  // namespace vramcalc

@@ -61,6 +61,21 @@ ApiResult estimate_json(const std::string& config_json, bool with_evidence) {
     return {true, dump(report_to_json(make_report(p.config), with_evidence))};
 }
 
+ApiResult plan_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    p.config.plan.on = true;
+    return {true, dump(report_to_json(make_report(p.config), false))};
+}
+
+ApiResult sizing_json(const std::string& config_json) {
+    const ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    const Sizing s = size_run(p.config);
+    if (!s.errors.empty()) return failure(s.errors);
+    return {true, dump(sizing_to_json(s))};
+}
+
 ApiResult evidence_json(const std::string& config_json) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);

@@ -12,6 +12,10 @@ struct ApiResult {
 };
 
 ApiResult estimate_json(const std::string& config_json, bool with_evidence = true);
+// The report with its plans, as with "plan": true (advice/planner.hpp) whatever the configuration says of `plan`.
+ApiResult plan_json(const std::string& config_json);
+// Which GPUs to rent: {"options": [...]} over the catalog (advice/planner.hpp size_run).
+ApiResult sizing_json(const std::string& config_json);
 // The evidence of an estimate alone ({"evidence": {...}}), for a page that paints the estimate first.
 ApiResult evidence_json(const std::string& config_json);
 // {"config":{...},"micro_batch":[1,2,...],"seq_len":[512,...]} → peak and total bytes over the grid.

@@ -38,6 +38,42 @@ json terms_to_json(const Terms& t) {
             {"temporaries", bytes(t.temporaries)}};
 }
 
+// The run's hours, GPU-hours and cost where its tokens (and a price) are given.
+void run_to_json(const RunCost& run, json& out) {
+    if (!run.has_tokens) return;
+    out["hours"] = figure(run.hours, true);
+    out["gpu_hours"] = figure(run.gpu_hours, true);
+    if (run.has_price) out["cost"] = figure(run.cost, true);
+}
+
+json plan_to_json(const Plan& p) {
+    json changes = json::array();
+    for (const PlanChange& c : p.changes)
+        changes.push_back({{"change", c.change}, {"config", c.patch}, {"changes_training", c.changes_training}});
+    json out = {{"changes", changes},
+                {"config", config_to_json(p.config)},
+                {"fits", p.memory.fits},
+                {"total_bytes", bytes(p.memory.total)},
+                {"gpus", p.config.gpus},
+                {"step_time_s", figure(p.time.step, p.time.known)},
+                {"step_time_is_lower_bound", p.time.lower_bound},
+                {"tokens_per_s", figure(p.time.tokens_per_s, p.time.known)},
+                {"changes_training", p.changes_training}};
+    run_to_json(p.run, out);
+    return out;
+}
+
+json sizing_to_json(const Sizing& s) {
+    json options = json::array();
+    for (const SizingOption& o : s.options) {
+        json j = {{"gpu", o.gpu->id}, {"gpu_name", o.gpu->name}, {"gpus", o.gpus}, {"fits", o.fits},
+                  {"plan", o.fits ? plan_to_json(o.plan) : json()}, {"pareto", o.pareto}};
+        if (o.fits) run_to_json(o.plan.run, j);
+        options.push_back(j);
+    }
+    return {{"options", options}};
+}
+
 json report_to_json(const Report& r, bool with_evidence) {
     const MemoryEstimate& m = r.memory;
     json per_gpu = terms_to_json(m.at_peak());
@@ -90,10 +126,13 @@ json report_to_json(const Report& r, bool with_evidence) {
                    {"pipeline_bubble_s", figure(t.pipeline_bubble, t.known)},
                    {"offload_s", figure(t.offload, t.known)},
                    {"model_flops_per_token", figure(t.model_flops_per_token, true)}};
-    if (r.run.has_tokens) {
-        out["hours"] = figure(r.run.hours, true);
-        out["gpu_hours"] = figure(r.run.gpu_hours, true);
-        if (r.run.has_price) out["cost"] = figure(r.run.cost, true);
+    run_to_json(r.run, out);
+    if (r.config.plan.on) {
+        json plans = json::array(), changing = json::array();
+        for (const Plan& p : r.plans.keeping_training) plans.push_back(plan_to_json(p));
+        for (const Plan& p : r.plans.changing_training) changing.push_back(plan_to_json(p));
+        out["plans"] = plans;
+        out["plans_changing_training"] = changing;  // LoRA for full fine-tuning, a shorter sequence, fewer generations
     }
     return out;
 }

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hardware/gpus.hpp"
@@ -64,6 +65,16 @@ struct Finetune {
     bool quantize_lm_head = false;  // QLoRA: lm_head stored in NF4 too
     QuantBackend backend = QuantBackend::bitsandbytes;
     std::string backend_version;    // the back end's release ("" = current): what its 4-bit matmul saves
+};
+
+// What the planner may change (advice/planner.hpp): "plan": true, or an object of these.
+struct PlanRequest {
+    bool on = false;
+    bool keep_method = false;          // true: no plans that change what is trained (their separate group stays empty)
+    bool keep_global_batch = true;     // micro_batch x grad_accum x data-parallel ranks stays as given
+    bool keep_gpus = true;
+    std::uint64_t max_gpus = 64;       // without keep_gpus, and for sizing
+    std::vector<Strategy> strategies;  // the strategies a plan may use (empty: every one)
 };
 
 struct Config {
@@ -133,6 +144,8 @@ struct Config {
     double train_tokens = 0;              // the run's tokens, or epochs x dataset_tokens
     double epochs = 0, dataset_tokens = 0;
     double price_per_gpu_hour = 0;        // in the user's currency; no built-in prices
+    std::vector<std::pair<std::string, double>> gpu_prices;  // price_per_gpu_hour given per catalog GPU id
+    PlanRequest plan;
     int fsdp_version = 1;
     FsdpWrap fsdp_wrap = FsdpWrap::adapters_apart;
     PipelineStage stage = PipelineStage::first;  // not part of the JSON format: estimate_memory tries both

@@ -12,6 +12,7 @@
 #include "model/model_json.hpp"
 #include "setup/config_checks.hpp"
 #include "setup/schema.hpp"
+#include "setup/strategies.hpp"
 #include "setup/training_methods.hpp"
 
 namespace vramcalc {
@@ -250,6 +251,62 @@ void read_optional_dtype(const Key& k, Reader& r, Context& x) {
     r.fail(k.name, "must be one of " + choice_list(k) + ", got " + show(*v));
 }
 
+// A number for every GPU, or {catalog id: price}: the run's GPU takes its own price (0 when it has none).
+void read_price(const Key& k, Reader& r, Context& x) {
+    const json* v = r.find(k.name);
+    if (!v || !v->is_object()) return read_typed(k, r, x.c);
+    Reader pr(*v, std::string(k.name) + ".", x.errors);
+    x.c.gpu_prices.clear();
+    for (auto it = v->begin(); it != v->end(); ++it) {
+        if (!find_gpu(it.key())) {
+            std::string ids;
+            for (const Gpu& g : gpu_catalog()) ids += (ids.empty() ? "" : ", ") + g.id;
+            pr.fail(printable_key(it.key()), "unknown GPU; prices are per catalog GPU: " + ids);
+            continue;
+        }
+        double price = 0;
+        pr.number(it.key(), price, k.lo, k.hi, k.hi_open);
+        x.c.gpu_prices.push_back({it.key(), price});
+    }
+    x.c.price_per_gpu_hour = 0;
+    for (const auto& [id, price] : x.c.gpu_prices)
+        if (id == x.c.gpu.id) x.c.price_per_gpu_hour = price;
+}
+
+// true, false, or an object of the planner's constraints (its members).
+void read_plan(const Key& k, Reader& r, Context& x) {
+    const json* v = r.find(k.name);
+    if (!v) return;
+    if (v->is_boolean()) {
+        x.c.plan.on = v->get<bool>();
+        return;
+    }
+    if (!v->is_object())
+        return r.fail(k.name, "must be true, false or an object of " + key_names(std::size_t(&k - config_keys().data()) + 1) +
+                                  ", got " + show(*v));
+    x.c.plan.on = true;
+    Reader pr(*v, "plan.", x.errors);
+    read_members(k, pr, x);
+}
+
+void read_strategies(const Key& k, Reader& r, Context& x) {
+    const std::string key = local_name(k);
+    const json* v = r.find(key);
+    if (!v) return;
+    std::string names;
+    for (const StrategyTraits& s : strategy_table()) names += (names.empty() ? "" : ", ") + std::string(s.name);
+    if (!v->is_array()) return r.fail(key, "must be a list of strategies (empty: every one): " + names + ", got " + show(*v));
+    std::vector<Strategy>& out = x.c.plan.strategies;
+    out.clear();
+    for (const json& name : *v) {
+        const StrategyTraits* found = nullptr;
+        for (const StrategyTraits& s : strategy_table())
+            if (name.is_string() && name.get_ref<const std::string&>() == s.name) found = &s;
+        if (!found) r.fail(key, "unknown strategy " + show(name) + "; strategies: " + names);
+        else if (std::find(out.begin(), out.end(), found->id) == out.end()) out.push_back(found->id);
+    }
+}
+
 void read_model_key(const Key& k, Reader& r, Context& x) {
     Architecture& a = *static_cast<Architecture*>(k.value.at(x.c));
     read_model(r.find(k.name), a, k.name, x.c.notes, x.errors);
@@ -272,6 +329,9 @@ void read_key(const Key& k, Reader& r, Context& x) {
         case Codec::release: return read_release(k, r, x);
         case Codec::targets: return read_targets(k, r, x);
         case Codec::optional_dtype: return read_optional_dtype(k, r, x);
+        case Codec::price: return read_price(k, r, x);
+        case Codec::plan: return read_plan(k, r, x);
+        case Codec::strategies: return read_strategies(k, r, x);
     }
 }
 
@@ -355,6 +415,8 @@ json write_typed(const Key& k, const Config& c) {
 
 bool is_set(const Key& k, const Config& c) {
     if (k.codec == Codec::optional_dtype) return c.reward_dtype.has_value();
+    if (k.codec == Codec::plan) return c.plan.on;
+    if (k.codec == Codec::strategies) return !c.plan.strategies.empty();
     const json v = write_typed(k, c);
     return !(v.is_string() && v.get_ref<const std::string&>().empty()) && !(v.is_number() && v.get<double>() == 0);
 }
@@ -397,6 +459,23 @@ json write_key(const Key& k, const Config& c) {
         }
         case Codec::targets: return c.finetune.targets;
         case Codec::optional_dtype: return c.reward_dtype ? json(choice_of(k, int(*c.reward_dtype))->name) : json();
+        case Codec::price: {
+            if (c.gpu_prices.empty()) return c.price_per_gpu_hour;
+            json prices = json::object();
+            for (const auto& [id, price] : c.gpu_prices) prices[id] = price;
+            return prices;
+        }
+        case Codec::plan: {
+            if (!c.plan.on) return false;
+            json p = json::object();
+            write_members(k, c, p);
+            return p;
+        }
+        case Codec::strategies: {
+            json names = json::array();
+            for (Strategy s : c.plan.strategies) names.push_back(to_string(s));
+            return names;
+        }
         default: return write_typed(k, c);
     }
 }
@@ -434,6 +513,9 @@ void unset(const Key& k, Config& c) {
             return;
         case Codec::targets: c.finetune.targets = blank.finetune.targets; break;
         case Codec::optional_dtype: c.reward_dtype.reset(); return;
+        case Codec::price: c.gpu_prices.clear(); break;
+        case Codec::plan: c.plan = PlanRequest{}; return;
+        case Codec::strategies: c.plan.strategies.clear(); return;
         default: break;
     }
     void* p = k.value.at ? k.value.at(c) : nullptr;

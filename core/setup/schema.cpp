@@ -475,9 +475,23 @@ std::vector<Key> build_keys() {
             .shown(G::run, "Epochs", "With dataset_tokens, the run’s tokens when train_tokens is 0."));
     add(Row("dataset_tokens", "dataset_tokens", T::number).bind(member<&Config::dataset_tokens>()).range(0, 1e18).when(untimed)
             .defaults("0").shown(G::run, "Tokens in the dataset", "With epochs, the run’s tokens when train_tokens is 0."));
-    add(Row("price_per_gpu_hour", "price_per_gpu_hour", T::number).bind(member<&Config::price_per_gpu_hour>()).range(0, 1e6)
-            .defaults("0 (no built-in prices)")
-            .shown(G::run, "Price per GPU-hour", "In any currency: the cost comes out in the same."));
+    add(Row("price_per_gpu_hour", "price_per_gpu_hour", T::number).codec(Codec::price).bind(member<&Config::price_per_gpu_hour>())
+            .range(0, 1e6).defaults("0 (no built-in prices)")
+            .shown(G::run, "Price per GPU-hour", "In any currency: the cost comes out in the same. Or an object from catalog GPU id to price ({\"h100-80gb\": 2.9, \"a100-80gb\": 1.8}): the run’s GPU takes its own, and sizing prices each GPU it has."));
+
+    // The planner (advice/planner.cpp): the fastest changes that fit, and what it may change.
+    add(Row("plan", "", T::object).codec(Codec::plan).echoed(Echo::when_set).defaults("false")
+            .shown(G::none, "Make it fit", "true, or an object of the members below: the report adds `plans`, the fastest combinations of known changes that fit, and `plans_changing_training`, those that also change what is trained (LoRA for full fine-tuning, a shorter sequence, fewer generations)."));
+    child("plan", Row("plan.keep_method", "", T::boolean).bind(member<&Config::plan, &PlanRequest::keep_method>()).defaults("false")
+                      .shown(G::none, "Keep what is trained", "true: no plans that change what is trained (plans_changing_training stays empty)."));
+    child("plan", Row("plan.keep_global_batch", "", T::boolean).bind(member<&Config::plan, &PlanRequest::keep_global_batch>())
+                      .defaults("true").shown(G::none, "Keep the global batch", "micro_batch x grad_accum x data-parallel ranks stays as given; false: plans pick the micro-batch (grad_accum as given) and rank by tokens per second."));
+    child("plan", Row("plan.keep_gpus", "", T::boolean).bind(member<&Config::plan, &PlanRequest::keep_gpus>()).defaults("true")
+                      .shown(G::none, "Keep the GPU count", "false: plans may use 1, 2, 4 or 8 GPUs or 16, 32, ... (nodes of 8) up to max_gpus, and rank by cost where a price is given."));
+    child("plan", Row("plan.max_gpus", "", T::integer).bind(member<&Config::plan, &PlanRequest::max_gpus>()).range(1, 65536)
+                      .defaults("64").shown(G::none, "At most this many GPUs", "Without keep_gpus, and for sizing (`vramcalc sizing`)."));
+    child("plan", Row("plan.strategies", "", T::list).codec(Codec::strategies).echoed(Echo::when_set).defaults("every strategy")
+                      .shown(G::none, "Strategies a plan may use", "A list of strategy names (single, ddp, deepspeed, fsdp, megatron); empty: every one."));
     return {rows.begin(), rows.end()};
 }
 
@@ -724,6 +738,8 @@ std::string schema_markdown() {
     for (const Key& k : config_keys()) {
         const std::string values = k.codec == Codec::finetune ? "`\"full\"` or an object"
                                    : k.codec == Codec::gpu     ? "a catalog id or an object"
+                                   : k.codec == Codec::plan    ? "`true`, `false` or an object"
+                                   : k.codec == Codec::price   ? values_text(k.type, k.lo, k.hi, k.hi_open, k.choices) + " or an object"
                                                                : values_text(k.type, k.lo, k.hi, k.hi_open, k.choices);
         md += "| `" + std::string(k.name) + "` | " + cell(values) + " | " + cell(k.default_rule) + " | " +
               cell(k.applies.always() ? "" : condition_text(k.applies)) + " | " + cell(k.doc) + " |\n";

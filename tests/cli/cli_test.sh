@@ -29,4 +29,21 @@ check "deepspeed config has the ZeRO stage" \
   'echo "{\"strategy\":\"deepspeed\",\"zero\":2,\"offload\":\"optimizer\"}" | "$cli" deepspeed - | grep -q "\"stage\":2"'
 check "table mode" 'echo "{}" | "$cli" estimate - --table | grep -q "largest micro_batch"'
 check "sweep grid" 'echo "{\"micro_batch\":[1,2],\"seq_len\":[512,1024]}" | "$cli" sweep - | grep -q "peak_allocated_bytes"'
+plan13='{"model":"llama-2-13b","gpu":"a100-80gb","seq_len":4096,"micro_batch":2}'
+out=$(echo "$plan13" | "$cli" plan -)
+check "plan: plans that fit, each with its changes and configuration" \
+  'python3 -c "import json,sys; d=json.loads(sys.argv[1]); p=d[\"plans\"]; assert p and all(x[\"fits\"] and x[\"changes\"] and \"config\" in x for x in p); assert \"plans_changing_training\" in d" "$out"'
+first=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["plans"][0]))' "$out")
+again=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["config"]))' "$first" | "$cli" estimate -)
+check "plan: the first plan's configuration estimated on its own gives its figures" \
+  'python3 -c "import json,sys; p=json.loads(sys.argv[1]); e=json.loads(sys.argv[2]); assert e[\"fits\"] and e[\"total_bytes\"]==p[\"total_bytes\"] and e[\"step_time_s\"]==p[\"step_time_s\"]" "$first" "$again"'
+check "\"plan\": true in estimate adds plans" \
+  'echo "{\"model\":\"llama-2-13b\",\"seq_len\":4096,\"micro_batch\":2,\"plan\":true}" | "$cli" estimate - | grep -q "\"plans\":\[{"'
+err=$(echo '{"plan":{"strategies":["zero-9"],"max_gpus":0}}' | "$cli" plan - 2>&1 >/dev/null); rc=$?
+check "plan: bad constraints exit 2 naming the field" '[ $rc -eq 2 ] && grep -q "^error: plan.strategies: " <<<"$err" && grep -q "^error: plan.max_gpus: " <<<"$err"'
+out=$(echo '{"model":"llama-2-7b","train_tokens":1e8,"price_per_gpu_hour":{"h100-80gb":2.9},"plan":{"max_gpus":4}}' | "$cli" sizing -)
+check "sizing: options with gpu, gpus, fits, plan, hours, gpu_hours, cost" \
+  'python3 -c "import json,sys; o=json.loads(sys.argv[1])[\"options\"]; assert o[0][\"gpu\"]==\"h100-80gb\" and o[0][\"fits\"] and all(k in o[0] for k in (\"gpus\",\"plan\",\"hours\",\"gpu_hours\",\"cost\"))" "$out"'
+err=$(echo '{"model":"llama-2-7b"}' | "$cli" sizing - 2>&1 >/dev/null); rc=$?
+check "sizing: without the run's tokens exits 2 naming train_tokens" '[ $rc -eq 2 ] && grep -q "^error: train_tokens: " <<<"$err"'
 exit $fail
