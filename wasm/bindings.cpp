@@ -1,6 +1,7 @@
 // Embind bindings: the core's text-in/text-out API, unchanged. Nothing but type translation lives here.
 // Every call returns the core's JSON text; a bad request returns {"errors":[{"field","message"}]} and the module
-// keeps working (the core never throws or aborts).
+// keeps working (the core never throws or aborts). The planner is in its own module (plan_bindings.cpp), fetched
+// when the page asks for a plan.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -13,8 +14,6 @@ namespace {
 
 std::string estimate(const std::string& config_json) { return vramcalc::estimate_json(config_json).json; }
 std::string answer(const std::string& config_json) { return vramcalc::estimate_json(config_json, false).json; }
-std::string plan(const std::string& config_json) { return vramcalc::plan_json(config_json).json; }
-std::string sizing(const std::string& config_json) { return vramcalc::sizing_json(config_json).json; }
 std::string evidence(const std::string& config_json) { return vramcalc::evidence_json(config_json).json; }
 std::string models() { return vramcalc::models_json(); }
 std::string search_models(const std::string& query, int limit) { return vramcalc::search_models_json(query, limit).json; }
@@ -37,8 +36,6 @@ double bench_estimates(const std::string& config_json, double seconds) {
 EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("estimate", &estimate);
     emscripten::function("answer", &answer);
-    emscripten::function("plan", &plan);
-    emscripten::function("sizing", &sizing);
     emscripten::function("evidence", &evidence);
     emscripten::function("models", &models);
     emscripten::function("searchModels", &search_models);

@@ -35,7 +35,7 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-Report make_report(const Config& c) {
+Report make_report(const Config& c, PlanMaker plans) {
     Report r;
     r.config = c;
     r.memory = estimate_memory(c);
@@ -89,7 +89,7 @@ Report make_report(const Config& c) {
     });
     r.time = estimate_step_time(c);
     r.run = estimate_run_cost(c, r.time);
-    if (c.plan.on) r.plans = make_plans(c);
+    if (c.plan.on && plans) r.plans = plans(c, 5);
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||

@@ -32,10 +32,15 @@ struct Report {
     std::vector<std::string> warnings;
     StepTime time;
     RunCost run;
-    Plans plans;  // with "plan": true (advice/planner.hpp)
+    Plans plans;  // with "plan": true and a PlanMaker
 };
 
-// Everything: breakdown, largest micro-batch, what to change, warnings; the plans when the configuration asks.
-Report make_report(const Config&);
+// What computes the plans (make_plans, advice/planner.hpp): passed in, so that what estimates without plans (the
+// page's WebAssembly module) does not carry the planner.
+using PlanMaker = Plans (*)(const Config&, std::size_t count);
+
+// Everything: breakdown, largest micro-batch, what to change, warnings; the plans when the configuration asks and
+// a planner is given.
+Report make_report(const Config&, PlanMaker plans = nullptr);
 
 }  // namespace vramcalc

@@ -22,11 +22,11 @@ namespace vramcalc {
 
 using nlohmann::json;
 
-namespace {
-
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 ApiResult failure(const std::vector<FieldError>& errors) { return {false, dump(errors_to_json(errors))}; }
+
+namespace {
 
 // Reads an axis of the sweep grid: an array of positive integers up to `max` (the configuration's own
 // limit for that key), or the configuration's own value.
@@ -55,25 +55,12 @@ bool read_axis(const json& request, const char* key, std::uint64_t fallback, std
 
 }  // namespace
 
-ApiResult estimate_json(const std::string& config_json, bool with_evidence) {
+ApiResult estimate_json(const std::string& config_json, bool with_evidence, PlanMaker plans) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);
-    return {true, dump(report_to_json(make_report(p.config), with_evidence))};
-}
-
-ApiResult plan_json(const std::string& config_json) {
-    ParsedConfig p = parse_config(config_json);
-    if (!p.ok()) return failure(p.errors);
-    p.config.plan.on = true;
-    return {true, dump(report_to_json(make_report(p.config), false))};
-}
-
-ApiResult sizing_json(const std::string& config_json) {
-    const ParsedConfig p = parse_config(config_json);
-    if (!p.ok()) return failure(p.errors);
-    const Sizing s = size_run(p.config);
-    if (!s.errors.empty()) return failure(s.errors);
-    return {true, dump(sizing_to_json(s))};
+    if (p.config.plan.on && !plans)
+        return failure({{"plan", "is answered by the planner: plan() of the page's planner module, or vramcalc plan"}});
+    return {true, dump(report_to_json(make_report(p.config, plans), with_evidence))};
 }
 
 ApiResult evidence_json(const std::string& config_json) {

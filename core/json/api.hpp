@@ -3,6 +3,12 @@
 // No call throws or aborts, whatever the input.
 #pragma once
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "advice/report.hpp"
+#include "input/field_error.hpp"
 
 namespace vramcalc {
 
@@ -10,11 +16,15 @@ struct ApiResult {
     bool ok = false;
     std::string json;
 };
+// Every entry point's output: compact JSON text (invalid UTF-8 replaced); a failure's {"errors": [...]}.
+std::string dump(const nlohmann::json&);
+ApiResult failure(const std::vector<FieldError>&);
 
-ApiResult estimate_json(const std::string& config_json, bool with_evidence = true);
-// The report with its plans, as with "plan": true (advice/planner.hpp) whatever the configuration says of `plan`.
+// The report; with "plan" on, its plans from `plans` (make_plans), an error naming "plan" without one.
+ApiResult estimate_json(const std::string& config_json, bool with_evidence = true, PlanMaker plans = nullptr);
+// In json/plan_api.cpp, with the planner: the report with its plans, as with "plan": true whatever the configuration
+// says of `plan`; and which GPUs to rent, {"options": [...]} over the catalog (size_run).
 ApiResult plan_json(const std::string& config_json);
-// Which GPUs to rent: {"options": [...]} over the catalog (advice/planner.hpp size_run).
 ApiResult sizing_json(const std::string& config_json);
 // The evidence of an estimate alone ({"evidence": {...}}), for a page that paints the estimate first.
 ApiResult evidence_json(const std::string& config_json);

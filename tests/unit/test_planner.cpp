@@ -184,7 +184,7 @@ const json kLlama13bOnOneA100 = {{"model", "llama-2-13b"}, {"gpu", "a100-80gb"},
 
 TEST_CASE("planner: Llama-2-13B full fine-tuning on one A100 80GB, where no single change fits") {
     const Config c = with_plan(kLlama13bOnOneA100);
-    const Report r = make_report(c);
+    const Report r = make_report(c, &make_plans);
     CHECK_FALSE(r.memory.fits);
     for (const Suggestion& s : r.suggestions)
         if (!changes_gpus_or_training(s, c)) CHECK_FALSE(s.fits);
@@ -379,6 +379,13 @@ TEST_CASE("plan and sizing through the JSON API") {
     }
     CHECK(report.contains("plans_changing_training"));
     CHECK_FALSE(json::parse(estimate_json(kLlama13bOnOneA100.dump(), false).json).contains("plans"));
+    // "plan" in an estimate: plans where a planner is given (the CLI), else an error naming it (the page's module).
+    json asks = kLlama13bOnOneA100;
+    asks["plan"] = true;
+    const ApiResult without = estimate_json(asks.dump(), false);
+    CHECK_FALSE(without.ok);
+    CHECK(json::parse(without.json)["errors"][0]["field"] == "plan");
+    CHECK(json::parse(estimate_json(asks.dump(), false, &make_plans).json)["plans"] == report["plans"]);
 
     json run = kLlama13bOnOneA100;
     run["train_tokens"] = 1e8, run["price_per_gpu_hour"] = 2, run["plan"] = {{"max_gpus", 2}};

@@ -1,0 +1,19 @@
+// Embind bindings of the planner's module (vramcalc-plan.js): the plans that fit and which GPUs to rent, fetched by
+// the page only when asked ("Make it fit"), so that the first estimate never waits for it. Type translation only.
+#include <emscripten/bind.h>
+
+#include <string>
+
+#include "json/api.hpp"
+
+namespace {
+
+std::string plan(const std::string& config_json) { return vramcalc::plan_json(config_json).json; }
+std::string sizing(const std::string& config_json) { return vramcalc::sizing_json(config_json).json; }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(vramcalc_plan) {
+    emscripten::function("plan", &plan);
+    emscripten::function("sizing", &sizing);
+}
