@@ -18,6 +18,7 @@ import { initFrame } from './frame.js';
 import { embedCodes, copy } from './share.js';
 import { loadCalculator } from './load.js';
 import { showFieldErrors, showLinkProblems } from './errors.js';
+import { showMakeFit, searchPlans } from './plans.js';
 import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;
@@ -433,6 +434,14 @@ function applySuggestion(sgt) {
   $('verdict').focus();
 }
 
+// A plan: the keys whose values differ from the estimate's own, applied as a suggestion's are.
+function applyPlan(plan, text) {
+  const now = lastResult ? lastResult.config : {};
+  const patch = {};
+  for (const [k, v] of Object.entries(plan.config)) if (JSON.stringify(now[k]) !== JSON.stringify(v)) patch[k] = v;
+  applySuggestion({ change: `Plan: ${text}`, config: patch });
+}
+
 function pickPoint(key, v) {
   flush();
   state[key] = v;
@@ -599,6 +608,7 @@ function update(sync) {
     const rest = () => {
       renderEvidence(JSON.parse(mod.evidence(text)).evidence);
       renderSuggestions(r, applySuggestion);
+      showMakeFit(r, JSON.stringify(config));
       renderCharts(config, r);
       renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
       $('config-json').textContent = JSON.stringify(config, null, 2);
@@ -691,6 +701,7 @@ function init() {
   initExports();
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
+  $('plans-go').addEventListener('click', () => searchPlans(toConfig(state), lastResult, applyPlan));
   $('undo').addEventListener('click', () => history.back());
   $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
   // The one-line answer shows once the answer has scrolled away above.

@@ -194,3 +194,28 @@ test('a sequence too long for the GPU is named as such, not as a micro-batch', a
   assert.equal(await page.textContent('#max-mb-sub'), 'one sequence of 262,144 tokens is too long');
   await context.close();
 });
+
+test('make it fit: the planner, fetched when asked, lists plans that fit; one click applies a whole plan', async () => {
+  const before = server.requests.length;
+  const { page, context, log } = await fresh('?model=llama-2-13b&gpu=a100-80gb&seq_len=4096&micro_batch=2');
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'false');
+  assert.ok(!server.requests.slice(before).some((u) => u.includes('vramcalc-plan')), 'the planner is not fetched at load');
+  // No single change fits here (issue 21): the plans combine them.
+  const r = estimate(await page.textContent('#config-json'));
+  assert.ok(r.suggestions.every((s) => !s.fits || s.change.includes('GPU') || /LoRA|QLoRA/.test(s.change)));
+  await page.click('#plans-go');
+  await page.waitForSelector('#plans li', { timeout: 30000 });
+  const plans = await page.$$eval('#plans li', (li) => li.map((x) => x.textContent));
+  assert.ok(plans.length >= 1 && plans.every((t) => / · fits/.test(t)), plans.join('\n'));
+  await page.waitForSelector('#plans-training li', { timeout: 30000 });
+  await page.click('#plans li:first-child button');
+  await settle(page);
+  assert.equal(await page.getAttribute('#fits', 'data-fits'), 'true');
+  const sent = await page.textContent('#config-json');
+  const again = estimate(sent);
+  assert.equal(await page.getAttribute('#total', 'data-bytes'), String(again.total_bytes));
+  assert.equal(JSON.parse(sent).finetune, 'full', 'the method is kept');
+  assert.equal(await page.isHidden('#make-fit'), true, 'it fits now');
+  assert.deepEqual(log.errors, []);
+  await context.close();
+});
