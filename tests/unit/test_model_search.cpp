@@ -160,3 +160,12 @@ TEST_CASE("searchModels: JSON results, bad arguments named") {
     CHECK(json::parse(bad.json)["errors"][0]["field"] == "limit");
     CHECK(json::parse(search_models_json(std::string(513, 'q'), 10).json)["errors"][0]["field"] == "query");
 }
+
+TEST_CASE("models(): each catalog model's type as its config.json says") {
+    const json list = json::parse(models_json());
+    REQUIRE(list["catalog"].size() == model_catalog().size());
+    for (std::size_t i = 0; i < model_catalog().size(); ++i) {
+        INFO(model_catalog()[i].id);
+        CHECK(list["catalog"][i]["model_type"] == json::parse(model_catalog()[i].config).value("model_type", ""));
+    }
+}
