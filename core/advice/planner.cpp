@@ -174,19 +174,7 @@ void copy_key(const Key& k, const Config& from, Config& to) {
     const std::size_t row = std::size_t(&k - config_keys().data()) + 1;
     for (const Key& member : config_keys())
         if (member.parent == row) copy_key(member, from, to);
-    const void* a = k.value.at_const(from);
-    void* b = k.value.at(to);
-    using K = Binding::Kind;
-    switch (k.value.kind) {
-        case K::u64: *static_cast<std::uint64_t*>(b) = *static_cast<const std::uint64_t*>(a); break;
-        case K::i32: *static_cast<int*>(b) = *static_cast<const int*>(a); break;
-        case K::f64: *static_cast<double*>(b) = *static_cast<const double*>(a); break;
-        case K::flag: *static_cast<bool*>(b) = *static_cast<const bool*>(a); break;
-        case K::text: *static_cast<std::string*>(b) = *static_cast<const std::string*>(a); break;
-        case K::enumeration: k.value.set_enum(b, k.value.get_enum(a)); break;
-        case K::architecture: *static_cast<Architecture*>(b) = *static_cast<const Architecture*>(a); break;
-        case K::none: break;
-    }
+    k.value.copy(from, to);
 }
 
 // What a row's patch does, read once per search by parse_config over the configuration's echo: the keys whose echo
@@ -288,8 +276,8 @@ std::vector<const ChangeRow*> rows_of(ChangeAxis axis, const ChangeContext& x) {
 
 // A layout's configuration, with what the search needs of it.
 struct Prepared {
-    std::size_t layout;
-    bool moved;        // not the configuration's own layout
+    std::size_t layout = 0;
+    bool moved = false;  // not the configuration's own layout
     Config config;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> splits;
     std::vector<bool> split_valid;  // check_consistency on the micro-batch and grad_accum
@@ -300,7 +288,8 @@ struct Prepared {
 std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
     std::vector<Prepared> prepared;
     for (std::size_t li = 0; li < layouts.size(); ++li) {
-        Prepared p{li, !same_layout(layouts[li], s.from)};
+        Prepared p;
+        p.layout = li, p.moved = !same_layout(layouts[li], s.from);
         p.splits = batch_splits(s.from, layouts[li], s.keep_global_batch, s.global_batch);
         if (p.splits.empty()) continue;
         // The layout's keys are plain: set through their bindings, the keys that follow them given their defaults by
@@ -646,7 +635,8 @@ Sizing size_run(const Config& c) {
             if (!p.ok()) continue;
             p.config.plan = c.plan;
             p.config.plan.on = false, p.config.plan.keep_gpus = true;
-            SizingOption o{&gpu, g};
+            SizingOption o;
+            o.gpu = &gpu, o.gpus = g;
             std::vector<Plan> plans = plans_for(p.config, 1, global_batch(c));
             if (!plans.empty()) o.fits = true, o.plan = std::move(plans.front());
             out.options.push_back(std::move(o));

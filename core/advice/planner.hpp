@@ -37,7 +37,7 @@ struct Plans {
 Plans make_plans(const Config&, std::size_t count = 5);
 
 struct SizingOption {
-    const Gpu* gpu;
+    const Gpu* gpu = nullptr;
     std::uint64_t gpus = 0;
     bool fits = false;
     Plan plan;            // the fastest plan that fits on it (when it fits)

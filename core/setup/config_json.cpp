@@ -502,7 +502,6 @@ namespace {
 // Gives a key the value a configuration without it would hold: Config{}'s member, then its rules.
 void unset(const Key& k, Config& c) {
     static const Config blank;
-    using K = Binding::Kind;
     switch (k.codec) {
         case Codec::framework: c.framework = &framework_profile(Framework::hf); return;
         case Codec::framework_version: c.framework = &framework_profile(c.framework->id), c.framework_version.clear(); return;
@@ -518,18 +517,7 @@ void unset(const Key& k, Config& c) {
         case Codec::strategies: c.plan.strategies.clear(); return;
         default: break;
     }
-    void* p = k.value.at ? k.value.at(c) : nullptr;
-    const void* b = k.value.at_const ? k.value.at_const(blank) : nullptr;
-    switch (k.value.kind) {
-        case K::u64: *static_cast<std::uint64_t*>(p) = *static_cast<const std::uint64_t*>(b); break;
-        case K::i32: *static_cast<int*>(p) = *static_cast<const int*>(b); break;
-        case K::f64: *static_cast<double*>(p) = *static_cast<const double*>(b); break;
-        case K::flag: *static_cast<bool*>(p) = *static_cast<const bool*>(b); break;
-        case K::text: *static_cast<std::string*>(p) = *static_cast<const std::string*>(b); break;
-        case K::enumeration: k.value.set_enum(p, k.value.get_enum(b)); break;
-        case K::architecture: *static_cast<Architecture*>(p) = *static_cast<const Architecture*>(b); break;
-        case K::none: break;
-    }
+    k.value.copy(blank, c);
 }
 
 }  // namespace

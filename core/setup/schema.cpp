@@ -607,6 +607,22 @@ const std::vector<GroupRow>& key_groups() {
     return groups;
 }
 
+void Binding::copy(const Config& from, Config& to) const {
+    if (!at || !at_const) return;
+    const void* a = at_const(from);
+    void* b = at(to);
+    switch (kind) {
+        case Kind::u64: *static_cast<std::uint64_t*>(b) = *static_cast<const std::uint64_t*>(a); break;
+        case Kind::i32: *static_cast<int*>(b) = *static_cast<const int*>(a); break;
+        case Kind::f64: *static_cast<double*>(b) = *static_cast<const double*>(a); break;
+        case Kind::flag: *static_cast<bool*>(b) = *static_cast<const bool*>(a); break;
+        case Kind::text: *static_cast<std::string*>(b) = *static_cast<const std::string*>(a); break;
+        case Kind::enumeration: set_enum(b, get_enum(a)); break;
+        case Kind::architecture: *static_cast<Architecture*>(b) = *static_cast<const Architecture*>(a); break;
+        case Kind::none: break;
+    }
+}
+
 const char* to_string(KeyType t) {
     switch (t) {
         case KeyType::integer: return "integer";

@@ -50,6 +50,8 @@ struct Binding {
     const void* (*at_const)(const Config&) = nullptr;
     int (*get_enum)(const void*) = nullptr;
     void (*set_enum)(void*, int) = nullptr;
+    // The bound value of `from` into `to` (nothing for an unbound key).
+    void copy(const Config& from, Config& to) const;
 };
 
 template <auto... Path>
