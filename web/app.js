@@ -18,7 +18,7 @@ import { initFrame } from './frame.js';
 import { embedCodes, copy } from './share.js';
 import { loadCalculator } from './load.js';
 import { showFieldErrors, showLinkProblems } from './errors.js';
-import { showMakeFit, searchPlans } from './plans.js';
+import { showMakeFit, searchPlans, sizeRun } from './plans.js';
 import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;
@@ -702,6 +702,7 @@ function init() {
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
   $('plans-go').addEventListener('click', () => searchPlans(toConfig(state), lastResult, applyPlan));
+  $('sizing-go').addEventListener('click', () => sizeRun(toConfig(state), applyPlan));
   $('undo').addEventListener('click', () => history.back());
   $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
   // The one-line answer shows once the answer has scrolled away above.

@@ -1,10 +1,22 @@
-// "Make it fit": the planner's plans for a configuration that does not fit (core/advice/planner.cpp), from its own
-// WebAssembly module, fetched the first time plans are asked for. One click applies a whole plan.
+// "Make it fit": the planner's plans for a configuration that does not fit, and which GPUs to rent for the run
+// (core/advice/planner.cpp), from its own WebAssembly module in a worker, fetched the first time either is asked
+// for. One click applies a whole plan.
 import { $, h, clear, gib } from './dom.js';
 import { stepText, timeChange } from './answer.js';
 
-let planner = null;  // the module's promise
-const loadPlanner = () => (planner ||= import('./vramcalc-plan.js').then((m) => m.default()));
+// The planner's module runs in a worker (plan_worker.js), started the first time a plan is asked for.
+let worker = null;
+let calls = 0;
+const waiting = new Map();  // call id -> resolve
+function callPlanner(fn, text) {
+  if (!worker) {
+    worker = new Worker(new URL('./plan_worker.js', import.meta.url), { type: 'module' });
+    worker.onmessage = ({ data }) => { waiting.get(data.id)?.(data); waiting.delete(data.id); };
+    worker.onerror = () => { for (const done of waiting.values()) done({ failed: true }); waiting.clear(); worker = null; };
+  }
+  const id = ++calls;
+  return new Promise((ok) => { waiting.set(id, ok); worker.postMessage({ id, fn, text }); });
+}
 
 let asked = '';  // the configuration the plans shown are for
 // Shows the section where the run does not fit; plans already searched for another configuration are dropped.
@@ -35,21 +47,14 @@ export async function searchPlans(config, base, onApply) {
   const text = JSON.stringify(config);
   asked = text;
   const state = $('plans-state');
-  state.textContent = 'Loading the planner…';
-  let mod;
-  try {
-    mod = await loadPlanner();
-  } catch (err) {
-    console.error('vramcalc: the planner module did not load', err);
-    planner = null;
+  state.textContent = 'Searching…';
+  const first = await callPlanner('plan', JSON.stringify({ ...config, plan: { keep_method: true } }));
+  if (asked !== text) return;
+  if (first.failed) {
     state.textContent = 'The planner could not be loaded: check the connection, then search again.';
     return;
   }
-  if (asked !== text) return;
-  state.textContent = 'Searching…';
-  await new Promise((ok) => setTimeout(ok, 0));  // the status paints first
-  const kept = JSON.parse(mod.plan(JSON.stringify({ ...config, plan: { keep_method: true } })));
-  if (asked !== text) return;
+  const kept = JSON.parse(first.json);
   const list = clear($('plans'));
   if (kept.errors) {
     state.textContent = `No plan: ${kept.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`;
@@ -57,10 +62,48 @@ export async function searchPlans(config, base, onApply) {
   }
   for (const p of kept.plans) list.append(planItem(p, base, onApply));
   state.textContent = kept.plans.length ? '' : 'No combination of the known changes fits on these GPUs without changing what is trained.';
-  await new Promise((ok) => setTimeout(ok, 0));
-  const all = JSON.parse(mod.plan(text));
-  if (asked !== text || all.errors) return;
+  const second = await callPlanner('plan', text);
+  if (asked !== text || second.failed) return;
+  const all = JSON.parse(second.json);
+  if (all.errors) return;
   const other = clear($('plans-training'));
   for (const p of all.plans_changing_training) other.append(planItem(p, base, onApply));
   $('plans-training-h').hidden = all.plans_changing_training.length === 0;
+}
+
+// Which GPUs to rent for the run (core/advice/planner.cpp size_run): each catalog GPU at 1, 2, 4, 8 ... GPUs with
+// its fastest plan, hours, GPU-hours and cost, cheapest first; onApply(plan, text) takes one.
+let sized = '';
+export async function sizeRun(config, onApply) {
+  const text = JSON.stringify({ ...config, plan: { max_gpus: 64 } });
+  sized = text;
+  const state = $('sizing-state');
+  const table = $('sizing-table');
+  state.textContent = 'Ranking the GPUs… (a few seconds)';
+  const answer = await callPlanner('sizing', text);
+  if (sized !== text) return;
+  if (answer.failed) {
+    state.textContent = 'The planner could not be loaded: check the connection, then try again.';
+    return;
+  }
+  const r = JSON.parse(answer.json);
+  const body = clear($('sizing-rows'));
+  if (r.errors) {
+    table.hidden = true;
+    state.textContent = r.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    return;
+  }
+  const fitting = r.options.filter((o) => o.fits);
+  state.textContent = `${fitting.length} of ${r.options.length} GPU counts fit; the first ${Math.min(12, fitting.length)}, ` +
+    (config.price_per_gpu_hour ? 'cheapest first.' : 'fewest GPU-hours first (give prices per GPU-hour to rank by cost).');
+  for (const o of fitting.slice(0, 12)) {
+    const changes = o.plan.changes.map((c) => c.change).join(' + ') || 'as it is';
+    body.append(h('tr', {},
+      h('th', { scope: 'row' }, `${o.gpus} × ${o.gpu_name}`),
+      h('td', { class: 'num' }, o.hours === null ? '—' : o.hours.toLocaleString('en', { maximumFractionDigits: 1 })),
+      h('td', { class: 'num' }, o.gpu_hours === null ? '—' : o.gpu_hours.toLocaleString('en', { maximumFractionDigits: 1 })),
+      h('td', { class: 'num' }, o.cost ? o.cost.toLocaleString('en', { maximumFractionDigits: 0 }) : '—'),
+      h('td', {}, h('button', { type: 'button', class: 'linklike', onclick: () => onApply(o.plan, `${o.gpus} × ${o.gpu_name}: ${changes}`) }, changes))));
+  }
+  table.hidden = fitting.length === 0;
 }

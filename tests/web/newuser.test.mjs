@@ -219,3 +219,27 @@ test('make it fit: the planner, fetched when asked, lists plans that fit; one cl
   assert.deepEqual(log.errors, []);
   await context.close();
 });
+
+test('which GPUs to rent: the core\'s sizing in a worker, the page stays responsive; one click applies an option', async () => {
+  const { page, context, log } = await fresh('?model=llama-2-7b&gpu=a100-80gb&seq_len=4096');
+  await page.click('#sizing-go');
+  await page.waitForFunction(() => document.getElementById('sizing-state').textContent.includes('train_tokens'));
+  await page.fill('#f-micro_batch', '2');  // the run's tokens are what sizing needs; typing still works meanwhile
+  await settle(page);
+  await context.close();
+  const run = await fresh('?model=llama-2-7b&gpu=a100-80gb&seq_len=4096&train_tokens=1000000000');
+  const config = JSON.parse(await run.page.textContent('#config-json'));
+  await run.page.click('#sizing-go');
+  await run.page.waitForSelector('#sizing-rows tr', { timeout: 60000 });
+  const sized = JSON.parse(cli('sizing', JSON.stringify({ ...config, plan: { max_gpus: 64 } })).stdout);
+  const first = sized.options.find((o) => o.fits);
+  assert.equal(await run.page.textContent('#sizing-rows tr:first-child th'), `${first.gpus} × ${first.gpu_name}`);
+  await run.page.click('#sizing-rows tr:first-child button');
+  await settle(run.page);
+  const sent = JSON.parse(await run.page.textContent('#config-json'));
+  assert.equal(sent.gpu, first.gpu);
+  assert.equal(sent.gpus ?? 1, first.gpus);
+  assert.equal(await run.page.getAttribute('#fits', 'data-fits'), 'true');
+  assert.deepEqual([...log.errors, ...run.log.errors], []);
+  await run.context.close();
+});
