@@ -545,16 +545,18 @@ function restore(snapshot) {
   if (snapshot && snapshot.s) {
     state = { ...initialState(), ...snapshot.s };
     pinned = snapshot.pin ? { ...initialState(), ...snapshot.pin } : null;
-  } else {
+  } else {  // a link the page did not make: read as on load, its problems said
     const p = parseLink(location.search);
     state = p.state;
     pinned = p.pin;
+    showLinkProblems(p.problems);
   }
   modelText = null;
   modelError = null;
   hfText = '';
   hfError = null;
   $(nid('seq_len')).textContent = '';
+  if (!(snapshot && snapshot.s) && !new URLSearchParams(location.search).has('seq_len')) clampSeqLen();  // as on load
   refresh(true);
 }
 

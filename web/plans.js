@@ -100,9 +100,9 @@ export async function sizeRun(config, onApply) {
     const changes = o.plan.changes.map((c) => c.change).join(' + ') || 'as it is';
     body.append(h('tr', {},
       h('th', { scope: 'row' }, `${o.gpus} × ${o.gpu_name}`),
-      h('td', { class: 'num' }, o.hours === null ? '—' : o.hours.toLocaleString('en', { maximumFractionDigits: 1 })),
-      h('td', { class: 'num' }, o.gpu_hours === null ? '—' : o.gpu_hours.toLocaleString('en', { maximumFractionDigits: 1 })),
-      h('td', { class: 'num' }, o.cost ? o.cost.toLocaleString('en', { maximumFractionDigits: 0 }) : '—'),
+      h('td', { class: 'num' }, o.hours == null ? '—' : o.hours.toLocaleString('en', { maximumFractionDigits: 1 })),
+      h('td', { class: 'num' }, o.gpu_hours == null ? '—' : o.gpu_hours.toLocaleString('en', { maximumFractionDigits: 1 })),
+      h('td', { class: 'num' }, o.cost != null ? o.cost.toLocaleString('en', { maximumFractionDigits: 0 }) : '—'),
       h('td', {}, h('button', { type: 'button', class: 'linklike', onclick: () => onApply(o.plan, `${o.gpus} × ${o.gpu_name}: ${changes}`) }, changes))));
   }
   table.hidden = fitting.length === 0;

@@ -68,7 +68,12 @@ json sizing_to_json(const Sizing& s) {
     for (const SizingOption& o : s.options) {
         json j = {{"gpu", o.gpu->id}, {"gpu_name", o.gpu->name}, {"gpus", o.gpus}, {"fits", o.fits},
                   {"plan", o.fits ? plan_to_json(o.plan) : json()}, {"pareto", o.pareto}};
-        if (o.fits) run_to_json(o.plan.run, j);
+        // Every option says its hours, GPU-hours and cost: null where it does not fit, its step is not timed (no
+        // 16-bit peak known, TRL's trainers) or no price is given.
+        const RunCost* run = o.fits && o.plan.run.has_tokens ? &o.plan.run : nullptr;
+        j["hours"] = run ? figure(run->hours, true) : json();
+        j["gpu_hours"] = run ? figure(run->gpu_hours, true) : json();
+        j["cost"] = run && run->has_price ? figure(run->cost, true) : json();
         options.push_back(j);
     }
     return {{"options", options}};

@@ -391,10 +391,12 @@ TEST_CASE("plan and sizing through the JSON API") {
     run["train_tokens"] = 1e8, run["price_per_gpu_hour"] = 2, run["plan"] = {{"max_gpus", 2}};
     const ApiResult sizing = sizing_json(run.dump());
     REQUIRE(sizing.ok);
-    for (const json& o : json::parse(sizing.json)["options"]) {
-        for (const char* key : {"gpu", "gpus", "fits", "plan", "pareto"}) CHECK(o.contains(key));
-        if (o["fits"] == true)
-            for (const char* key : {"hours", "gpu_hours", "cost"}) CHECK(o.contains(key));
+    const json options = json::parse(sizing.json)["options"];
+    for (const json& o : options) {
+        for (const char* key : {"gpu", "gpus", "fits", "plan", "pareto", "hours", "gpu_hours", "cost"}) CHECK(o.contains(key));
+        // Known where it fits and its step is timed (V100 and T4 have no bf16 peak: untimed).
+        const bool timed = o["fits"] == true && !o["plan"]["step_time_s"].is_null();
+        for (const char* key : {"hours", "gpu_hours", "cost"}) CHECK(o[key].is_number() == timed);
     }
     const ApiResult bad = sizing_json(R"({"plan": {"strategies": ["nope"]}})");
     CHECK_FALSE(bad.ok);
