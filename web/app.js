@@ -237,7 +237,6 @@ function syncOne(key, v) {
 
 let modelText = null;   // what the model field holds when it names no model (else it shows state.model)
 let modelError = null;
-let modelIds = [];      // presets, then the catalog
 
 // A name that selects no model: the error says so, and the closest models are listed to pick from.
 function unknownModel(text, near) {
@@ -670,7 +669,7 @@ function showStackChoices(config) {
 // ---------- start ----------
 
 function parseLink(search) {
-  const p = fromQuery(search, { models: modelIds, gpus: presets.gpus.map((g) => g.id) });
+  const p = fromQuery(search, { gpus: presets.gpus.map((g) => g.id) });
   // A link without targets gets the model's own modules (GPT-2's c_attn, all-linear for fused q/k/v ...).
   for (const s of [p.state, p.pin]) if (s && s.targets === defaultOf(s, 'targets')) s.targets = fitTargets(s);
   return p;
@@ -683,7 +682,6 @@ function init() {
   presets = JSON.parse(mod.models());
   catalog = Array.isArray(presets.catalog) ? presets.catalog : [];
   for (const m of presets.models) baseArch[m.id] = m.architecture;
-  modelIds = [...presets.models.map((m) => m.id), ...catalog.map((m) => m.id)];
   const parsed = parseLink(location.search);
   state = parsed.state;
   pinned = parsed.pin;

@@ -359,10 +359,10 @@ export function readView(search) {
 }
 
 // Reads a link's query. Returns {state, problems:[{param, message}], embed, theme, view, pin}. Invalid or unknown
-// parameters are reported and left out; the state holds only checked values. `models` holds the preset ids and the
-// catalog's Hugging Face ids (a link's model is matched case-insensitively, a hub URL read as its id); `gpus` the GPU
-// ids. pin: the state of a pinned configuration A, read from its own query (nested: no pin, embed, theme or view).
-export function fromQuery(search, { models, gpus, nested = false }) {
+// parameters are reported and left out; the state holds only checked values. A model is read as the core reads it
+// (findModel); `gpus` holds the GPU ids. pin: the state of a pinned configuration A, read from its own query (nested:
+// no pin, embed, theme or view).
+export function fromQuery(search, { gpus, nested = false }) {
   const state = initialState();
   const problems = [];
   let embed = false;
@@ -423,7 +423,7 @@ export function fromQuery(search, { models, gpus, nested = false }) {
   const pinText = get('pin');
   if (pinText === '') report('pin', 'is empty; ignored');
   else if (pinText !== undefined) {
-    const a = fromQuery(pinText, { models, gpus, nested: true });
+    const a = fromQuery(pinText, { gpus, nested: true });
     pin = a.state;
     for (const p of a.problems) report(`pin: ${p.param}`, p.message);
   }
@@ -479,7 +479,7 @@ export function fromQuery(search, { models, gpus, nested = false }) {
       continue;
     const text = get(key);
     if (text === undefined) continue;
-    const v = readScalar(key, text, bad, { models, gpus });
+    const v = readScalar(key, text, bad, { gpus });
     if (v !== undefined) state[key] = v;
   }
   // Links from before the Generation field: a vllm_share above 0 meant a colocated vLLM, 0 generation in-process.
