@@ -110,8 +110,12 @@ Report make_report(const Config& c, PlanMaker plans) {
         warn(std::string(c.strategy == Strategy::deepspeed ? "DeepSpeed steps AdamW with its own FusedAdam (DeepSpeedCPUAdam with offload)"
                                                            : "Megatron-LM steps AdamW with its own fused Adam") +
              ", as its export launches it: estimated as fused, whatever optimizer_impl says");
+    // Reachable under FSDP only (config_checks refuses bitsandbytes with ZeRO-Offload): CPUOffload steps the optimizer
+    // on the CPU shards, and bitsandbytes' optimizers are written for CUDA tensors.
     if ((c.optimizer == Optimizer::adamw_8bit || paged(c.optimizer)) && c.offload != Offload::none)
-        warn("with offload DeepSpeed steps its own CPU Adam; adamw-8bit is not used");
+        warn("with FSDP's CPU offload the optimizer steps on the CPU shards: bitsandbytes' 8-bit and paged optimizers "
+             "are written for CUDA (CPU kernels only in some releases), so check that yours runs there; estimated with "
+             "its states on the CPU");
     // Only where what trains is 16-bit (PEFT keeps fp32 adapters over a 16-bit base).
     if ((c.precision == Precision::bf16_true || c.precision == Precision::fp16_true) && trainable_element_bytes(c) < 4)
         warn("pure 16-bit training: small updates to the trainable weights can round away without fp32 master weights");
