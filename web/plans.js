@@ -1,7 +1,7 @@
 // "Make it fit": the planner's plans for a configuration that does not fit, and which GPUs to rent for the run
 // (core/advice/planner.cpp), from its own WebAssembly module in a worker, fetched the first time either is asked
 // for. One click applies a whole plan.
-import { $, h, clear, gib } from './dom.js';
+import { $, h, s, clear, gib } from './dom.js';
 import { stepText, timeChange } from './answer.js';
 
 // The planner's module runs in a worker (plan_worker.js), started the first time a plan is asked for.
@@ -106,4 +106,38 @@ export async function sizeRun(config, onApply) {
       h('td', {}, h('button', { type: 'button', class: 'linklike', onclick: () => onApply(o.plan, `${o.gpus} × ${o.gpu_name}: ${changes}`) }, changes))));
   }
   table.hidden = fitting.length === 0;
+  drawSizing(fitting.filter((o) => o.hours != null), !!config.price_per_gpu_hour);
+}
+
+// Hours against cost (or GPU-hours without prices), both logarithmic, one point per option that fits and is timed;
+// the options no cheaper one beats on time (pareto) drawn solid. The table above is its text.
+function drawSizing(options, priced) {
+  const box = clear($('sizing-chart'));
+  if (options.length < 2) return;
+  const W = 520, H = 240, L = 56, R = 30, T = 12, B = 40;
+  const xOf = (o) => (priced && o.cost != null ? o.cost : o.gpu_hours);
+  const xs = options.map((o) => Math.log10(xOf(o))), ys = options.map((o) => Math.log10(o.hours));
+  const span = (v) => { const lo = Math.floor(Math.min(...v)), hi = Math.ceil(Math.max(...v)); return [lo, hi > lo ? hi : lo + 1]; };
+  const [x0, x1] = span(xs), [y0, y1] = span(ys);
+  const px = (v) => L + ((v - x0) * (W - L - R)) / (x1 - x0), py = (v) => T + (H - T - B) * (1 - (v - y0) / (y1 - y0));
+  const label = priced ? 'cost' : 'GPU-hours';
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart sizing-chart', role: 'img',
+    'aria-label': `Hours against ${label} for ${options.length} GPU counts (the table lists them)` });
+  for (let e = x0; e <= x1; e++) {
+    svg.append(s('line', { x1: px(e), x2: px(e), y1: T, y2: H - B, class: 'grid' }));
+    svg.append(s('text', { x: px(e), y: H - B + 14, class: 'tick', 'text-anchor': 'middle' }, (10 ** e).toLocaleString('en')));
+  }
+  for (let e = y0; e <= y1; e++) {
+    svg.append(s('line', { x1: L, x2: W - R, y1: py(e), y2: py(e), class: 'grid' }));
+    svg.append(s('text', { x: L - 6, y: py(e) + 4, class: 'tick', 'text-anchor': 'end' }, (10 ** e).toLocaleString('en')));
+  }
+  svg.append(s('text', { x: L + (W - L - R) / 2, y: H - 6, class: 'axis', 'text-anchor': 'middle' }, `${label} (log scale)`));
+  svg.append(s('text', { x: 12, y: T + (H - T - B) / 2, class: 'axis', 'text-anchor': 'middle',
+    transform: `rotate(-90 12 ${T + (H - T - B) / 2})` }, 'hours (log scale)'));
+  options.forEach((o, i) => {
+    const c = s('circle', { cx: px(xs[i]), cy: py(ys[i]), r: 4.5, class: `pt ${o.pareto ? 'good' : 'other'}` });
+    c.append(s('title', {}, `${o.gpus} × ${o.gpu_name}: ${o.hours} h, ${xOf(o)} ${label}`));
+    svg.append(c);
+  });
+  box.append(svg);
 }

@@ -234,6 +234,10 @@ test('which GPUs to rent: the core\'s sizing in a worker, the page stays respons
   const sized = JSON.parse(cli('sizing', JSON.stringify({ ...config, plan: { max_gpus: 64 } })).stdout);
   const first = sized.options.find((o) => o.fits);
   assert.equal(await run.page.textContent('#sizing-rows tr:first-child th'), `${first.gpus} × ${first.gpu_name}`);
+  // The chart: one point per option that fits and is timed, the pareto ones solid.
+  const timed = sized.options.filter((o) => o.fits && o.hours !== null);
+  assert.equal((await run.page.$$('#sizing-chart circle')).length, timed.length);
+  assert.equal((await run.page.$$('#sizing-chart circle.good')).length, timed.filter((o) => o.pareto).length);
   await run.page.click('#sizing-rows tr:first-child button');
   await settle(run.page);
   const sent = JSON.parse(await run.page.textContent('#config-json'));
