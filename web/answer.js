@@ -73,12 +73,12 @@ export function renderAnswer(r, summary) {
   const head = r.headroom_bytes;
   $('headroom').textContent = head >= 0 ? `${gib(head)} free` : `${gib(-head)} over`;
   $('headroom').className = 'fig-value ' + (head >= 0 ? 'ok' : 'bad');
-  // None: the sequence is what does not fit, not the batch.
+  // None: the core says whether the sequence is the cause (the states fit with one token) or the states themselves.
   const c = r.config || {};
   const tokens = c.seq_len ?? (c.prompt_len && c.completion_len ? c.prompt_len + c.completion_len : 0);
   $('max-mb').textContent = r.max_micro_batch > 0 ? String(r.max_micro_batch) : 'none';
-  $('max-mb-sub').textContent = r.max_micro_batch > 0 || !tokens ? ''
-    : `one sequence of ${tokens.toLocaleString('en')} tokens is too long`;
+  $('max-mb-sub').textContent = r.sequence_too_long && tokens ? `one sequence of ${tokens.toLocaleString('en')} tokens is too long`
+    : r.max_micro_batch > 0 ? '' : 'the model states alone do not fit';
   $('peak-phase').textContent = phaseName(r.peak_phase);
   const pct = Math.round((r.total_bytes / r.gpu.capacity_bytes) * 100);
   $('verdict-text').textContent = fits

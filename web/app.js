@@ -34,8 +34,11 @@ initFrame(look);
 
 // ---------- the form ----------
 
+// A choice's labels: the schema's, and the page's own for its "unset" values.
+const labelsOf = (key) => ({ ...(LABELS[key] || {}), ...(UNSET_LABELS[key] || {}) });
+
 function options(key) {
-  const labels = { ...(LABELS[key] || {}), ...(UNSET_LABELS[key] || {}) };
+  const labels = labelsOf(key);
   return CHOICES[key].map((v) => [v, labels[v] || v]);
 }
 
@@ -144,8 +147,7 @@ const isUnsetValue = (key) => isUnset(key, state[key]);
 function valueText(f) {
   const v = state[f.key];
   if (f.kind === 'bool') return v ? 'on' : 'off';
-  const labels = { ...(LABELS[f.key] || {}), ...(UNSET_LABELS[f.key] || {}) };
-  return clip(labels[v] || String(v), 28);
+  return clip(labelsOf(f.key)[v] || String(v), 28);
 }
 
 // What the user typed: integers and decimals as numbers, anything else as text for the core to report on.

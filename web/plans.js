@@ -41,6 +41,23 @@ function planItem(p, base, onApply) {
     h('span', { class: 'time' }, time)));
 }
 
+// One call to the planner for the request `text`, with its status in `state`: the core's answer, or null when the
+// module did not load, the core refused it (its errors shown) or `current()` no longer names this request.
+async function ask(fn, text, state, current) {
+  const answer = await callPlanner(fn, text);
+  if (!current()) return null;
+  if (answer.failed) {
+    state.textContent = 'The planner could not be loaded: check the connection, then try again.';
+    return null;
+  }
+  const r = JSON.parse(answer.json);
+  if (r.errors) {
+    state.textContent = r.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    return null;
+  }
+  return r;
+}
+
 // Searches the plans for `config` (keeping the method first: the fast search; then those that change what is
 // trained) and lists them; onApply(plan, text) applies one.
 export async function searchPlans(config, base, onApply) {
@@ -48,24 +65,14 @@ export async function searchPlans(config, base, onApply) {
   asked = text;
   const state = $('plans-state');
   state.textContent = 'Searching…';
-  const first = await callPlanner('plan', JSON.stringify({ ...config, plan: { keep_method: true } }));
-  if (asked !== text) return;
-  if (first.failed) {
-    state.textContent = 'The planner could not be loaded: check the connection, then search again.';
-    return;
-  }
-  const kept = JSON.parse(first.json);
+  const current = () => asked === text;
   const list = clear($('plans'));
-  if (kept.errors) {
-    state.textContent = `No plan: ${kept.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`;
-    return;
-  }
+  const kept = await ask('plan', JSON.stringify({ ...config, plan: { keep_method: true } }), state, current);
+  if (!kept) return;
   for (const p of kept.plans) list.append(planItem(p, base, onApply));
   state.textContent = kept.plans.length ? '' : 'No combination of the known changes fits on these GPUs without changing what is trained.';
-  const second = await callPlanner('plan', text);
-  if (asked !== text || second.failed) return;
-  const all = JSON.parse(second.json);
-  if (all.errors) return;
+  const all = await ask('plan', text, state, current);
+  if (!all) return;
   const other = clear($('plans-training'));
   for (const p of all.plans_changing_training) other.append(planItem(p, base, onApply));
   $('plans-training-h').hidden = all.plans_changing_training.length === 0;
@@ -75,24 +82,16 @@ export async function searchPlans(config, base, onApply) {
 // its fastest plan, hours, GPU-hours and cost, cheapest first; onApply(plan, text) takes one.
 let sized = '';
 export async function sizeRun(config, onApply) {
-  const text = JSON.stringify({ ...config, plan: { max_gpus: 64 } });
+  const text = JSON.stringify(config);
   sized = text;
   const state = $('sizing-state');
   const table = $('sizing-table');
   state.textContent = 'Ranking the GPUs… (a few seconds)';
-  const answer = await callPlanner('sizing', text);
-  if (sized !== text) return;
-  if (answer.failed) {
-    state.textContent = 'The planner could not be loaded: check the connection, then try again.';
-    return;
-  }
-  const r = JSON.parse(answer.json);
   const body = clear($('sizing-rows'));
-  if (r.errors) {
-    table.hidden = true;
-    state.textContent = r.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    return;
-  }
+  table.hidden = true;
+  clear($('sizing-chart'));
+  const r = await ask('sizing', text, state, () => sized === text);
+  if (!r) return;
   const fitting = r.options.filter((o) => o.fits);
   state.textContent = `${fitting.length} of ${r.options.length} GPU counts fit; the first ${Math.min(12, fitting.length)}, ` +
     (config.price_per_gpu_hour ? 'cheapest first.' : 'fewest GPU-hours first (give prices per GPU-hour to rank by cost).');
@@ -113,9 +112,10 @@ export async function sizeRun(config, onApply) {
 // the options no cheaper one beats on time (pareto) drawn solid. The table above is its text.
 function drawSizing(options, priced) {
   const box = clear($('sizing-chart'));
+  const xOf = (o) => (priced && o.cost != null ? o.cost : o.gpu_hours);
+  options = options.filter((o) => xOf(o) > 0 && o.hours > 0);  // a GPU priced 0 has no place on a log axis
   if (options.length < 2) return;
   const W = 520, H = 240, L = 56, R = 30, T = 12, B = 40;
-  const xOf = (o) => (priced && o.cost != null ? o.cost : o.gpu_hours);
   const xs = options.map((o) => Math.log10(xOf(o))), ys = options.map((o) => Math.log10(o.hours));
   const span = (v) => { const lo = Math.floor(Math.min(...v)), hi = Math.ceil(Math.max(...v)); return [lo, hi > lo ? hi : lo + 1]; };
   const [x0, x1] = span(xs), [y0, y1] = span(ys);

@@ -40,6 +40,11 @@ Report make_report(const Config& c, PlanMaker plans) {
     r.config = c;
     r.memory = estimate_memory(c);
     r.max_micro_batch = max_micro_batch(c);
+    if (r.max_micro_batch == 0 && c.method == TrainingMethod::sft) {  // TRL's sequence is prompt_len + completion_len
+        Config one_token = c;
+        one_token.micro_batch = 1, one_token.seq_len = 1;
+        r.sequence_too_long = estimate_memory(one_token).fits;
+    }
     const Architecture& a = c.model;
 
     if (!r.memory.fits) {

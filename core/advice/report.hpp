@@ -28,6 +28,7 @@ struct Report {
     Config config;
     MemoryEstimate memory;
     std::uint64_t max_micro_batch = 0;  // 0 when not even 1 fits
+    bool sequence_too_long = false;     // not even 1 fits, and one sequence of 1 token would: the sequence is the cause
     std::vector<Suggestion> suggestions;  // those that fit first, fastest first, then on fewer GPUs
     std::vector<std::string> warnings;
     StepTime time;

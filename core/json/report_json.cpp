@@ -109,6 +109,7 @@ json report_to_json(const Report& r, bool with_evidence) {
             {"fits", m.fits},
             {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total)},
             {"max_micro_batch", r.max_micro_batch},
+            {"sequence_too_long", r.sequence_too_long},
             {"suggestions", suggestions},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;

@@ -101,3 +101,16 @@ TEST_CASE("the issue's example: Llama-2-7B, bf16-mixed, DeepSpeed on one A100 80
               r.memory.at_peak().master_weights >= 16 * psi);
     CHECK_FALSE(r.suggestions.empty());
 }
+
+TEST_CASE("none fits: the sequence is named as the cause only where the model states fit") {
+    // Full fine-tuning of Llama-2-7B with AdamW holds at least 16 bytes a parameter (ZeRO paper, Rajbhandari et al.
+    // 2020, section 3.1): 108 GB of states, over the 80 GB card whatever the sequence.
+    const Report full = make_report(parse(R"({"model":"llama-2-7b","gpu":"a100-80gb"})"));
+    REQUIRE(full.max_micro_batch == 0);
+    CHECK(16 * psi > 80e9);
+    CHECK_FALSE(full.sequence_too_long);
+    // LoRA keeps the 2-byte base (13.5 GB) and a few MB of adapters: at 262,144 tokens the activations are the cause.
+    const Report lora = make_report(parse(R"({"model":"llama-2-7b","gpu":"a100-80gb","finetune":{"method":"lora"},"seq_len":262144})"));
+    REQUIRE(lora.max_micro_batch == 0);
+    CHECK(lora.sequence_too_long);
+}
