@@ -1,5 +1,5 @@
 // The answer: the verdict and figures, the breakdown bar and its legend, the phases, the suggestions.
-import { $, h, clear, gib, count } from './dom.js';
+import { $, h, clear, gib, count, grouped } from './dom.js';
 import { clip } from './params.js';
 import { LABELS } from './fields.js';
 
@@ -47,10 +47,10 @@ export function duration(s) {
   if (s < 3600) return `${+(s / 60).toPrecision(3)} min`;
   return hours(s / 3600);
 }
-export const hours = (x) => (!known(x) ? '—' : `${x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en')} h` +
+export const hours = (x) => (!known(x) ? '—' : `${x < 10 ? x.toFixed(1) : grouped(Math.round(x))} h` +
   (x >= 48 ? ` (${(x / 24).toFixed(x >= 240 ? 0 : 1)} days)` : ''));
-export const rate = (x) => (known(x) ? Math.round(x).toLocaleString('en') : '—');
-export const money = (x) => (known(x) ? x.toLocaleString('en', { minimumFractionDigits: x < 1000 ? 2 : 0, maximumFractionDigits: 2 }) : '—');
+export const rate = (x) => (known(x) ? grouped(Math.round(x)) : '—');
+export const money = (x) => (known(x) ? grouped(x, 2, x < 1000 ? 2 : 0) : '—');
 // A step time with its lower-bound mark (offloaded CPU work is not timed).
 export const stepText = (s, bound) => (known(s) ? `${bound ? '≥ ' : ''}${duration(s)}` : '—');
 // A suggestion's time against the current one: "+12% time".
@@ -77,7 +77,7 @@ export function renderAnswer(r, summary) {
   const c = r.config || {};
   const tokens = c.seq_len ?? (c.prompt_len && c.completion_len ? c.prompt_len + c.completion_len : 0);
   $('max-mb').textContent = r.max_micro_batch > 0 ? String(r.max_micro_batch) : 'none';
-  $('max-mb-sub').textContent = r.sequence_too_long && tokens ? `one sequence of ${tokens.toLocaleString('en')} tokens is too long`
+  $('max-mb-sub').textContent = r.sequence_too_long && tokens ? `one sequence of ${grouped(tokens)} tokens is too long`
     : r.max_micro_batch > 0 ? '' : 'the model states alone do not fit';
   $('peak-phase').textContent = phaseName(r.peak_phase);
   const pct = Math.round((r.total_bytes / r.gpu.capacity_bytes) * 100);
@@ -189,9 +189,12 @@ function renderPhases(r) {
   }
 }
 
+// The suggestions worth a line: those saving at least MIN_SAVING.
+export const shownSuggestions = (r) => r.suggestions.filter((sgt) => r.total_bytes - sgt.total_bytes >= MIN_SAVING);
+
 export function renderSuggestions(r, onApply) {
   const list = clear($('suggestions'));
-  const shown = r.suggestions.filter((sgt) => r.total_bytes - sgt.total_bytes >= MIN_SAVING);
+  const shown = shownSuggestions(r);
   if (!shown.length) list.append(h('li', { class: 'empty' }, 'No change to suggest.'));
   for (const sgt of shown) {
     const change = timeChange(sgt.step_time_s, r.step_time_s);

@@ -28,10 +28,12 @@ export async function loadCalculator(ready) {
   attempts++;
   let mod;
   try {
-    // A retry after the script itself failed asks for it under another URL: the module map keeps the failure.
+    // A retry after the script itself failed asks for it under another URL: the module map keeps the failure. (The
+    // URL in a variable: the bundler leaves it to the browser.)
+    const url = scriptFailed ? `./vramcalc.js?retry=${attempts}` : './vramcalc.js';
     let create;
     try {
-      ({ default: create } = await import(scriptFailed ? `./vramcalc.js?retry=${attempts}` : './vramcalc.js'));
+      ({ default: create } = await import(url));
     } catch (err) {
       scriptFailed = true;
       throw err;

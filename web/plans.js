@@ -1,7 +1,7 @@
 // "Make it fit": the planner's plans for a configuration that does not fit, and which GPUs to rent for the run
 // (core/advice/planner.cpp), from its own WebAssembly module in a worker, fetched the first time either is asked
 // for. One click applies a whole plan.
-import { $, h, s, clear, gib } from './dom.js';
+import { $, h, s, clear, gib, grouped } from './dom.js';
 import { stepText, timeChange } from './answer.js';
 
 // The planner's module runs in a worker (plan_worker.js), started the first time a plan is asked for.
@@ -99,9 +99,9 @@ export async function sizeRun(config, onApply) {
     const changes = o.plan.changes.map((c) => c.change).join(' + ') || 'as it is';
     body.append(h('tr', {},
       h('th', { scope: 'row' }, `${o.gpus} × ${o.gpu_name}`),
-      h('td', { class: 'num' }, o.hours == null ? '—' : o.hours.toLocaleString('en', { maximumFractionDigits: 1 })),
-      h('td', { class: 'num' }, o.gpu_hours == null ? '—' : o.gpu_hours.toLocaleString('en', { maximumFractionDigits: 1 })),
-      h('td', { class: 'num' }, o.cost != null ? o.cost.toLocaleString('en', { maximumFractionDigits: 0 }) : '—'),
+      h('td', { class: 'num' }, o.hours == null ? '—' : grouped(o.hours, 1)),
+      h('td', { class: 'num' }, o.gpu_hours == null ? '—' : grouped(o.gpu_hours, 1)),
+      h('td', { class: 'num' }, o.cost != null ? grouped(o.cost) : '—'),
       h('td', {}, h('button', { type: 'button', class: 'linklike', onclick: () => onApply(o.plan, `${o.gpus} × ${o.gpu_name}: ${changes}`) }, changes))));
   }
   table.hidden = fitting.length === 0;
@@ -125,11 +125,11 @@ function drawSizing(options, priced) {
     'aria-label': `Hours against ${label} for ${options.length} GPU counts (the table lists them)` });
   for (let e = x0; e <= x1; e++) {
     svg.append(s('line', { x1: px(e), x2: px(e), y1: T, y2: H - B, class: 'grid' }));
-    svg.append(s('text', { x: px(e), y: H - B + 14, class: 'tick', 'text-anchor': 'middle' }, (10 ** e).toLocaleString('en')));
+    svg.append(s('text', { x: px(e), y: H - B + 14, class: 'tick', 'text-anchor': 'middle' }, grouped(10 ** e, 3)));
   }
   for (let e = y0; e <= y1; e++) {
     svg.append(s('line', { x1: L, x2: W - R, y1: py(e), y2: py(e), class: 'grid' }));
-    svg.append(s('text', { x: L - 6, y: py(e) + 4, class: 'tick', 'text-anchor': 'end' }, (10 ** e).toLocaleString('en')));
+    svg.append(s('text', { x: L - 6, y: py(e) + 4, class: 'tick', 'text-anchor': 'end' }, grouped(10 ** e, 3)));
   }
   svg.append(s('text', { x: L + (W - L - R) / 2, y: H - 6, class: 'axis', 'text-anchor': 'middle' }, `${label} (log scale)`));
   svg.append(s('text', { x: 12, y: T + (H - T - B) / 2, class: 'axis', 'text-anchor': 'middle',
