@@ -101,7 +101,7 @@ const std::vector<ChangeRow> kChanges = {
                      "rollout's scores do not)");
      }},
     {"reward-bf16", ChangeAxis::reward, false, true,
-     [](X x) { return x.config.method == TrainingMethod::ppo && reward_element_bytes(x.config) == 4; },
+     [](X x) { return x.config.method == TrainingMethod::ppo && reward_element_bytes(Step(x.config)) == 4; },
      [](X) -> json { return {{"reward_dtype", "bf16"}}; },
      [](X, const json&) { return text("Reward model in bf16"); },
      [](X, const json&) { return text("the frozen reward model's weights halve"); }},

@@ -478,7 +478,8 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                             ++i;
                             continue;
                         }
-                        const MemoryEstimate m = estimate_memory(at);
+                        const Step step(at);
+                        const MemoryEstimate m = estimate_memory(step);
                         if (!m.fits) {
                             if (++level == chain.size()) break;
                             have = configure(combo, chain[level], at);
@@ -486,7 +487,7 @@ std::vector<Found> search(const Search& s, const std::vector<Layout>& layouts) {
                         }
                         const std::size_t changes = base_changes + (chain[level] ? 1 : 0) +
                                                     (splits[i].first != s.from.micro_batch ? 1 : 0);
-                        const Rank r = rank_of(s, at, estimate_step_time(at), m.total, changes);
+                        const Rank r = rank_of(s, at, estimate_step_time(step), m.total, changes);
                         if (!kept || better(r, kept->rank)) {
                             Found f{p.layout, combo, splits[i].first, splits[i].second, r};
                             if (chain[level]) f.rows.push_back(chain[level]);

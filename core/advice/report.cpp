@@ -54,9 +54,10 @@ Report make_report(const Config& c, PlanMaker plans) {
             const nlohmann::json patch = row.patch(x);
             Config changed;
             if (!apply_patch(c, patch, changed)) continue;
-            const MemoryEstimate m = estimate_memory(changed);
+            const Step step(changed);
+            const MemoryEstimate m = estimate_memory(step);
             if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show
-            const StepTime t = estimate_step_time(changed);
+            const StepTime t = estimate_step_time(step);
             r.suggestions.push_back({row.label(x, patch), patch, m.total, m.fits,
                                      row.why(x, patch) + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
                                      t.lower_bound, changed.gpus});
@@ -173,11 +174,11 @@ Report make_report(const Config& c, PlanMaker plans) {
              "autocast (measured: bf16=True changes only generation), so their activations are in the weights' dtype");
     if (method_traits(c.method).takes_reference && c.reference == Reference::model && c.strategy == Strategy::fsdp && c.fsdp_version == 2 && c.zero == 3)
         warn(std::string(to_string(c.method)) + " under FSDP 2: TRL's prepare_fsdp shards the reference model as one unit, so "
-             "its forward gathers the whole model on every rank (" + gib(fsdp2_reference_gather_bytes(c)) +
+             "its forward gathers the whole model on every rank (" + gib(fsdp2_reference_gather_bytes(Step(c))) +
              ": the all-gather buffer and the parameters), whatever the number of GPUs; LoRA's adapters-off reference avoids it");
     if (c.method == TrainingMethod::ppo) {
         warn("ppo: TRL 1.12's PPOTrainer (trl.experimental.ppo, the last release with it) keeps generate's fp32 scores of "
-             "the whole rollout (" + gib(ppo_kept_scores_bytes(c)) + ") from one rollout "
+             "the whole rollout (" + gib(ppo_kept_scores_bytes(Step(c))) + ") from one rollout "
              "to the next, and trains the policy with whole logits beside the fully trained value model");
         if (detail::autocast(c))
             warn("ppo: PPOTrainer makes its own Accelerator and never reads bf16=: bf16-mixed is `accelerate launch "

@@ -281,7 +281,7 @@ std::pair<double, std::string> largest(const MemoryEstimate& m, double Terms::*t
     return best;
 }
 
-std::vector<Allowance> allowances(const Config& c, const MemoryEstimate& m) {
+std::vector<Allowance> allowances(const Step& c, const MemoryEstimate& m) {
     std::vector<Allowance> out;
     const bool cuda = c.device == Device::cuda;
     const Terms& peak = m.at_peak();
@@ -446,7 +446,7 @@ Evidence evidence(const Config& c, const MemoryEstimate& m) {
         std::lock_guard<std::mutex> lock(mutex);
         const Cached& cached = cached_groups(c);
         e.measured = cached.groups, e.more_groups = cached.more_groups, e.more_cases = cached.more_cases;
-        e.allowances = allowances(c, m);
+        e.allowances = allowances(Step(c), m);
     }
     e.summary = summary(c, m, e, e.measured);
     return e;
@@ -469,7 +469,7 @@ nlohmann::json evidence_for(const Config& c, const MemoryEstimate& m) {
         const Cached& cached = cached_groups(c);
         out["measured"] = cached.measured;
         e.more_groups = cached.more_groups, e.more_cases = cached.more_cases;
-        e.allowances = allowances(c, m);
+        e.allowances = allowances(Step(c), m);
         e.summary = summary(c, m, e, cached.groups);
     }
     out["allowances"] = allowances_to_json(e.allowances);

@@ -23,7 +23,7 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 }  // namespace
 
 // Fixed for the whole step: model states and buffers that live from setup to the end.
-Terms resident(const Config& c) {
+Terms resident(const Step& c) {
     Terms t;
     t.weights = weights_bytes(c);
     t.optimizer_states = optimizer_states_bytes(c);
@@ -37,7 +37,7 @@ namespace {
 
 // torch.optim and bitsandbytes create optimizer states in the first step(); DeepSpeed's ZeRO optimizers in their
 // constructor (runtime/zero/stage_1_and_2.py initialize_optimizer_states); Megatron-LM's are counted from the start.
-bool states_before_first_step(const Config& c) {
+bool states_before_first_step(const Step& c) {
     return traits(c).states_up_front;
 }
 
@@ -45,7 +45,7 @@ bool states_before_first_step(const Config& c) {
 
 // With longest_batch_first, the run's first micro-batch: no earlier micro-batch's gradients, no previous step's
 // logits or kept inputs, perhaps no states.
-std::vector<Phase> supervised_phases(const Config& c) {
+std::vector<Phase> supervised_phases(const Step& c) {
     const bool first = c.longest_batch_first;
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
@@ -92,8 +92,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
     // scores (selective) first.
     double recomputed = 0, whole_layer = layer_activation_bytes(c);  // whole_layer: as saved without checkpointing
     if (c.checkpointing != Checkpointing::none) {
-        Config inner = c;
-        inner.checkpointing = Checkpointing::none;
+        const Step& inner = c.saving_everything();
         recomputed = layer_activation_bytes(inner) - (recompute ? 0 : whole_layer);
         whole_layer = layer_activation_bytes(inner);
     }
@@ -173,7 +172,7 @@ std::vector<Phase> supervised_phases(const Config& c) {
 
 namespace {
 
-std::vector<Phase> stage_phases(const Config& c) {
+std::vector<Phase> stage_phases(const Step& c) {
     return c.method == TrainingMethod::sft ? supervised_phases(c) : trl_phases(c);
 }
 
@@ -186,17 +185,17 @@ std::size_t largest(const std::vector<Phase>& phases) {
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const Config& c) {
+MemoryEstimate estimate_memory(const Step& c) {
     MemoryEstimate m;
     m.params_total = double(total_params(c.model));
     m.params_trainable = trains_all_weights(c) ? m.params_total
-                                               : double(lora_params(c.model, c.finetune.rank, c.finetune.targets));
+                                               : c.adapter_params;
     m.phases = stage_phases(c);
     m.peak_phase = largest(m.phases);
     if (c.pp > 1) {  // the busier of the first stage (activations in flight) and the last (logits)
-        Config last = c;
-        last.stage = PipelineStage::last;
-        std::vector<Phase> phases = stage_phases(last);
+        Config last_stage = c;
+        last_stage.stage = PipelineStage::last;
+        std::vector<Phase> phases = stage_phases(Step(last_stage));
         const std::size_t peak = largest(phases);
         if (phases[peak].terms.sum() > m.at_peak().sum()) m.phases = std::move(phases), m.peak_phase = peak, m.stage = "last";
         else m.stage = "first";

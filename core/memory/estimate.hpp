@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "memory/step.hpp"
 #include "setup/config.hpp"
 
 namespace vramcalc {
@@ -42,8 +43,8 @@ struct MemoryEstimate {
     const Terms& at_peak() const { return phases[peak_phase].terms; }
 };
 
-// The fast path: the breakdown alone.
-MemoryEstimate estimate_memory(const Config&);
+// The fast path: the breakdown alone (a Config converts to its Step; one Step serves memory and time).
+MemoryEstimate estimate_memory(const Step&);
 // Largest micro_batch (all else equal) whose total fits the GPU; 0 when none does.
 std::uint64_t max_micro_batch(const Config&);
 

@@ -33,9 +33,6 @@ inline bool fsdp2(const Config& c) { return fsdp_units(c) && c.fsdp_version == 2
 // Megatron-LM's own model code: Korthikanti et al.'s activations, its vocab-parallel cross-entropy, its TE layers.
 inline bool megatron_model(const Config& c) { return traits(c).own_model_code; }
 inline bool offloaded(const Config& c) { return c.offload != Offload::none; }
-inline double dp(const Config& c) { return double(data_parallel(c)); }
-// The tokens of one micro-batch on one GPU: context parallelism splits every sequence cp ways.
-inline double tokens(const Config& c) { return double(c.micro_batch) * double(c.seq_len) / double(c.cp); }
 // Layers of the busiest GPU's pipeline stage over all layers: what scales per-layer tensors.
 inline double layer_share(const Config& c) { return double(layers_on_stage(c)) / double(c.model.layers); }
 // FSDP 1 units mixing frozen and LoRA weights in one flat parameter: each original parameter is a view of
@@ -54,6 +51,6 @@ inline bool base_weights_need_grad(const Config& c) {
 // bitsandbytes before 0.43.2 keeps every 4-bit projection's input (activation_terms.cpp).
 bool bitsandbytes_keeps_inputs(const Config& c);
 // The training loop keeps the last step's outputs, and with them its autograd graph (logits_terms.cpp).
-bool loop_keeps_outputs(const Config& c);
+bool loop_keeps_outputs(const Step& c);
 
 }  // namespace vramcalc::detail

@@ -11,43 +11,103 @@ namespace vramcalc {
 
 using namespace detail;
 
-namespace {
-
+// Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
+Step::Step(const Config& config) : Config(config) {
+    const Architecture& a = model;
+    params_on_stage = double(layers_params(a)) * layer_share(*this);
+    if (holds_embedding(*this)) params_on_stage += double(embedding_params(a));
+    if (holds_head(*this)) params_on_stage += double(norm_params(a) + lm_head_params(a));
+    params_on_stage /= double(tp);
+    trainable_on_stage = params_on_stage;
+    if (!trains_all_weights(*this)) {
+        trainable_on_stage = 0;
+        for (const Tensor& t : trainable()) trainable_on_stage += double(t.numel()) * double(t.count);
+        adapter_params = double(lora_params(model, finetune.rank, finetune.targets));
+    }
+    weight_element = weight_element_bytes(*this), trainable_element = trainable_element_bytes(*this);
+    gradient_element = gradient_element_bytes(*this), compute_element = compute_element_bytes(*this);
+    residual_element = residual_element_bytes(*this);
+    tokens = double(micro_batch) * double(seq_len) / double(cp);
+    data_parallel = double(vramcalc::data_parallel(*this));
+}
 
 // The trainable tensors of the estimated pipeline stage, each split tp ways. Tensors outside the layers
 // come first (embeddings) or last (final norm, lm_head) in parameter_tensors' module order.
-std::vector<Tensor> trainable_tensors(const Config& c) {
-    const std::vector<Tensor> all = trains_all_weights(c) ? parameter_tensors(c.model)
-                                                          : lora_tensors(c.model, c.finetune.rank, c.finetune.targets);
-    std::vector<Tensor> stage;
+const std::vector<Tensor>& Step::trainable() const {
+    if (trainable_) return *trainable_;
+    const std::vector<Tensor> all = trains_all_weights(*this) ? parameter_tensors(model)
+                                                              : lora_tensors(model, finetune.rank, finetune.targets);
+    std::vector<Tensor>& stage = trainable_.emplace();
     bool after_layers = false;
     for (Tensor t : all) {
         if (t.in_layers) {
-            t.count = t.count * layers_on_stage(c) / c.model.layers;
+            t.count = t.count * layers_on_stage(*this) / model.layers;
             after_layers = true;
-        } else if (!(after_layers ? holds_head(c) : holds_embedding(c))) {
+        } else if (!(after_layers ? holds_head(*this) : holds_embedding(*this))) {
             continue;
         }
-        t.rows = (t.rows + c.tp - 1) / c.tp;
+        t.rows = (t.rows + tp - 1) / tp;
         stage.push_back(t);
     }
     return stage;
 }
 
-double state_element_bytes(const Config& c) {
-    // torch.optim creates states with zeros_like(param); with master weights they follow the fp32 copy.
-    return has_master_weights(c) || trainable_element_bytes(c) == 4 ? 4 : 2;
+const std::vector<Linear>& Step::attention_linears() const {
+    if (!attention_) attention_ = vramcalc::attention_linears(model);
+    return *attention_;
+}
+const std::vector<Linear>& Step::mlp_linears() const {
+    if (!mlp_) mlp_ = vramcalc::mlp_linears(model);
+    return *mlp_;
+}
+const std::vector<Linear>& Step::layer_linears() const {
+    if (layer_) return *layer_;
+    layer_ = attention_linears();
+    layer_->insert(layer_->end(), mlp_linears().begin(), mlp_linears().end());
+    return *layer_;
 }
 
-double largest_trainable_tensor(const Config& c) {
+const std::vector<Linear>& Step::adapter_linears() const {
+    if (!adapter_) adapter_ = vramcalc::adapter_linears(model);
+    return *adapter_;
+}
+
+const Step& Step::saving_everything() const {
+    if (checkpointing == Checkpointing::none) return *this;
+    if (!saving_everything_) {
+        Config c = *this;
+        c.checkpointing = Checkpointing::none;
+        saving_everything_ = std::make_unique<const Step>(c);
+    }
+    return *saving_everything_;
+}
+
+const Step& Step::on_one_gpu() const {
+    if (tp == 1) return *this;
+    if (!on_one_gpu_) {
+        Config c = *this;
+        c.tp = 1;
+        on_one_gpu_ = std::make_unique<const Step>(c);
+    }
+    return *on_one_gpu_;
+}
+
+namespace {
+
+double state_element_bytes(const Step& c) {
+    // torch.optim creates states with zeros_like(param); with master weights they follow the fp32 copy.
+    return has_master_weights(c) || c.trainable_element == 4 ? 4 : 2;
+}
+
+double largest_trainable_tensor(const Step& c) {
     double m = 0;
-    for (const Tensor& t : trainable_tensors(c)) m = std::max(m, double(t.numel()));
+    for (const Tensor& t : c.trainable()) m = std::max(m, double(t.numel()));
     return m;
 }
 
 // Bytes per parameter of a QLoRA NF4 weight: 4 bits and an fp32 absmax per 64-weight block, or with double
 // quantization an 8-bit absmax per block and an fp32 constant per 256 of them (Dettmers et al. 2023, QLoRA §2).
-double nf4_bytes_per_param(const Config& c) {
+double nf4_bytes_per_param(const Step& c) {
     return c.finetune.double_quant ? 0.5 + 1.0 / 64 + 4.0 / (64 * 256) : 0.5 + 4.0 / 64;
 }
 
@@ -96,29 +156,17 @@ double micro_batches_in_flight(const Config& c) {
     return std::min(m, p);
 }
 
-// Megatron-LM theoretical_memory_usage.py: the first stage holds the embedding and layers/pp; tp splits all.
-double stage_params(const Config& c) {
-    const Architecture& a = c.model;
-    double n = double(layers_params(a)) * layer_share(c);
-    if (holds_embedding(c)) n += double(embedding_params(a));
-    if (holds_head(c)) n += double(norm_params(a) + lm_head_params(a));
-    return n / double(c.tp);
-}
+double stage_params(const Step& c) { return c.params_on_stage; }
 
 bool trains_all_weights(const Config& c) { return c.finetune.method == FinetuneMethod::full; }
 
-double trainable_stage_params(const Config& c) {
-    if (trains_all_weights(c)) return stage_params(c);
-    double n = 0;
-    for (const Tensor& t : trainable_tensors(c)) n += double(t.numel()) * double(t.count);
-    return n;
-}
+double trainable_stage_params(const Step& c) { return c.trainable_on_stage; }
 
 // ---- Model states (Rajbhandari et al. 2020, ZeRO §3: 2Ψ weights + 2Ψ gradients + 12Ψ optimizer) ----
 
-double weights_bytes(const Config& c) {
+double weights_bytes(const Step& c) {
     if (c.offload == Offload::optimizer_and_params) return 0;  // on the CPU; gathered layers are temporaries
-    const double wb = weight_element_bytes(c);
+    const double wb = c.weight_element;
     double bytes;
     if (c.finetune.method == FinetuneMethod::qlora) {
         // bitsandbytes quantizes the layers' linear weights; prepare_model_for_kbit_training (PEFT) keeps
@@ -126,22 +174,22 @@ double weights_bytes(const Config& c) {
         double linear = double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp);
         if (c.finetune.quantize_lm_head && holds_head(c)) linear += double(lm_head_params(c.model)) / double(c.tp);
         const double other = stage_params(c) - linear;
-        bytes = linear * nf4_bytes_per_param(c) + other * (mixed(c) ? 4 : compute_element_bytes(c)) +
-                trainable_stage_params(c) * trainable_element_bytes(c);
+        bytes = linear * nf4_bytes_per_param(c) + other * (mixed(c) ? 4 : c.compute_element) +
+                trainable_stage_params(c) * c.trainable_element;
     } else {
-        bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * trainable_element_bytes(c) : 0);
+        bytes = stage_params(c) * wb + (!trains_all_weights(c) ? trainable_stage_params(c) * c.trainable_element : 0);
     }
-    if (shards_params(c)) bytes /= dp(c);
+    if (shards_params(c)) bytes /= c.data_parallel;
     return bytes + te_weight_cache_bytes(c) + fp8_scaling_state_bytes(c);
 }
 
-double gradients_bytes(const Config& c) {
+double gradients_bytes(const Step& c) {
     // FSDP 1's mixed units keep a gradient of the whole flat parameter (every layer's weights).
     const double n = fsdp1_mixed_units(c) ? trainable_stage_params(c) + double(layers_params(c.model)) * layer_share(c) / double(c.tp)
                                           : trainable_stage_params(c);
     if (traits(c).offload == OffloadSupport::fsdp && offloaded(c)) return 0;  // reduce-scattered, then copied to the CPU
-    double bytes = n * gradient_element_bytes(c);
-    if (shards_gradients(c)) bytes /= dp(c);
+    double bytes = n * c.gradient_element;
+    if (shards_gradients(c)) bytes /= c.data_parallel;
     if (shards_gradients(c) && traits(c).offload == OffloadSupport::deepspeed && offloaded(c)) bytes = 0;  // reduced through buckets straight to the CPU
     return bytes;
 }
@@ -149,23 +197,23 @@ double gradients_bytes(const Config& c) {
 // DeepSpeed builds an fp32 gradient for its fp32 master partition inside step() and drops it after
 // ("get rid of the fp32 gradients", stage_1_and_2.py); its estimator counts it in the 16 bytes per sharded
 // parameter (estimate_zero2_model_states_mem_needs).
-double fp32_gradient_partition_bytes(const Config& c) {
+double fp32_gradient_partition_bytes(const Step& c) {
     if (!has_master_weights(c) || !traits(c).step_builds_fp32_gradients || offloaded(c)) return 0;
-    return trainable_stage_params(c) * 4 / (shards_master(c) ? dp(c) : 1);
+    return trainable_stage_params(c) * 4 / (shards_master(c) ? c.data_parallel : 1);
 }
 
 // Megatron allocates its gradient buffer with the model, DeepSpeed its gradient partitions with the engine;
 // plain PyTorch creates .grad in backward and frees it at zero_grad(set_to_none=True).
 bool gradients_allocated_up_front(const Config& c) { return traits(c).states_up_front; }
 
-double master_weights_bytes(const Config& c) {
+double master_weights_bytes(const Step& c) {
     if (!has_master_weights(c) || offloaded(c)) return 0;
     const double n = trainable_stage_params(c) * 4;
     // ZeRO-1+ and Megatron's distributed optimizer shard the fp32 copy with the optimizer states.
-    return shards_master(c) ? n / dp(c) : n;
+    return shards_master(c) ? n / c.data_parallel : n;
 }
 
-double optimizer_states_stage_bytes(const Config& c) {
+double optimizer_states_stage_bytes(const Step& c) {
     const double sb = state_element_bytes(c);
     // Element-wise states need no tensor list (estimates run in a loop: keep them allocation-free).
     switch (c.optimizer) {
@@ -179,7 +227,7 @@ double optimizer_states_stage_bytes(const Config& c) {
         case Optimizer::adafactor: break;
     }
     double bytes = 0;
-    for (const Tensor& t : trainable_tensors(c)) {
+    for (const Tensor& t : c.trainable()) {
         const double n = double(t.numel()), k = double(t.count);
         if (c.optimizer == Optimizer::adamw_8bit || c.optimizer == Optimizer::paged_adamw_8bit)
             // bitsandbytes: 8-bit states with an fp32 absmax per 256-element block; tensors under
@@ -192,20 +240,20 @@ double optimizer_states_stage_bytes(const Config& c) {
 }
 
 namespace {
-double device_optimizer_states_bytes(const Config& c) {
+double device_optimizer_states_bytes(const Step& c) {
     if (offloaded(c)) return 0;
     const double bytes = optimizer_states_stage_bytes(c);
-    return shards_optimizer(c) ? bytes / dp(c) : bytes;
+    return shards_optimizer(c) ? bytes / c.data_parallel : bytes;
 }
 }  // namespace
 
 namespace {
 // bitsandbytes pages only the states of tensors of 100,000 elements or more (optim/optimizer.py
 // get_state_buffer: smaller ones get zeros_like on the device): their share of the trainable elements.
-double paged_share(const Config& c) {
+double paged_share(const Step& c) {
     if (!paged(c.optimizer)) return 0;
     double large = 0, all = 0;
-    for (const Tensor& t : trainable_tensors(c)) {
+    for (const Tensor& t : c.trainable()) {
         const double n = double(t.numel()) * double(t.count);
         all += n;
         if (t.numel() >= 100000) large += n;
@@ -214,21 +262,21 @@ double paged_share(const Config& c) {
 }
 }  // namespace
 
-double optimizer_states_bytes(const Config& c) { return device_optimizer_states_bytes(c) * (1 - paged_share(c)); }
+double optimizer_states_bytes(const Step& c) { return device_optimizer_states_bytes(c) * (1 - paged_share(c)); }
 
 // bitsandbytes' paged states (optim/optimizer.py get_state_buffer -> F.get_paged, cudaMallocManaged): on the
 // GPU while resident and evicted to RAM under pressure; torch.cuda.max_memory_allocated does not see them.
-double paged_optimizer_states_bytes(const Config& c) { return device_optimizer_states_bytes(c) * paged_share(c); }
+double paged_optimizer_states_bytes(const Step& c) { return device_optimizer_states_bytes(c) * paged_share(c); }
 
 // ---- Transient and fixed costs ----
 
 // torch.autocast caches the 16-bit casts of leaf weights that need grad until the forward's autocast
 // region ends; the linears save them for backward (torch/csrc/autograd and aten/src/ATen/autocast_mode.cpp).
-double autocast_weight_copy_bytes(const Config& c) {
+double autocast_weight_copy_bytes(const Step& c) {
     if (!autocast(c)) return 0;
     double experts = 0;  // routed experts: 3-D parameters, not nn.Linear
     if (is_moe(c.model))
-        for (const Linear& l : mlp_linears(c.model))
+        for (const Linear& l : c.mlp_linears())
             if (l.name.rfind("experts.", 0) == 0) experts += double(l.in * l.out * l.count * (l.layers ? l.layers : c.model.layers));
     // Routed experts through grouped_mm (not autocast-enabled) run on their fp32 weights: no cast. FP8's nn.Linear
     // replacements quantize the fp32 weights themselves: torchao's Float8Linear (stacks/fp8 Part B), TE's te.Linear.
@@ -238,9 +286,9 @@ double autocast_weight_copy_bytes(const Config& c) {
     const double layers = c.checkpointing == Checkpointing::full ? 0 : cast * layer_share(c) / double(c.tp);
     const double head = fp8_converts_head(c) ? 0 : double(c.model.vocab * c.model.hidden) / double(c.tp);
     const double linear = layers + head;
-    double bytes = linear * compute_element_bytes(c);
+    double bytes = linear * c.compute_element;
     if (c.finetune.method == FinetuneMethod::qlora) bytes = double(c.model.vocab * c.model.hidden) * 2;
-    if (half_base(c)) bytes = trainable_stage_params(c) * compute_element_bytes(c);  // only the fp32 adapters cast
+    if (half_base(c)) bytes = trainable_stage_params(c) * c.compute_element;  // only the fp32 adapters cast
     if (shards_params(c)) return 0;  // FSDP casts per unit (see gathered_parameter_bytes)
     return bytes;
 }
@@ -249,9 +297,9 @@ namespace {
 
 // The largest n[i-1] + 2 n[i] over the trainable tensors in the order optimizer.step() walks them: one
 // layer's tensors stand for all (the pattern repeats), plus the step from one layer into the next.
-double single_tensor_step_elements(const Config& c) {
+double single_tensor_step_elements(const Step& c) {
     std::vector<double> before, layer, after;
-    for (const Tensor& t : trainable_tensors(c)) {
+    for (const Tensor& t : c.trainable()) {
         if (!t.in_layers) {
             (layer.empty() ? before : after).push_back(double(t.numel()));
             continue;
@@ -275,7 +323,7 @@ namespace {
 // The temporaries of stepping one tensor of n elements on its own: single-tensor AdamW's sqrt(v) and quotient
 // (_single_tensor_adamw in torch/optim/adamw.py), Lion's exp_avg.clone() and interpolation, Adafactor's
 // grad^2, row/column approximation and update; the fused kernels keep none.
-double one_tensor_step_bytes(const Config& c, double n) {
+double one_tensor_step_bytes(const Step& c, double n) {
     const double sb = state_element_bytes(c);
     switch (c.optimizer) {
         case Optimizer::adamw: return c.optimizer_impl == OptimizerImpl::fused ? 0 : 2 * n * sb;
@@ -287,7 +335,7 @@ double one_tensor_step_bytes(const Config& c, double n) {
 
 }  // namespace
 
-double optimizer_step_temporary_bytes(const Config& c) {
+double optimizer_step_temporary_bytes(const Step& c) {
     if (c.offload != Offload::none) return 0;  // the step runs on the CPU
     const double sb = state_element_bytes(c);
     // DeepSpeed and Megatron step their flat fp32 partitions with fused multi-tensor kernels.
@@ -295,8 +343,8 @@ double optimizer_step_temporary_bytes(const Config& c) {
     // FSDP 1 steps one flat parameter per unit; FSDP 2 keeps every parameter its own shard.
     const bool flat = fsdp_units(c) && c.fsdp_version == 1 && base_weights_need_grad(c);
     double shard = optimizer_states_bytes(c) > 0 ? trainable_stage_params(c) : 0;
-    if (c.zero >= traits(c).zero_collectives_from) shard /= dp(c);
-    auto largest = [&] { return flat ? double(layer_params(c.model)) / (c.zero >= 2 ? dp(c) : 1) : largest_trainable_tensor(c); };
+    if (c.zero >= traits(c).zero_collectives_from) shard /= c.data_parallel;
+    auto largest = [&] { return flat ? double(layer_params(c.model)) / (c.zero >= 2 ? c.data_parallel : 1) : largest_trainable_tensor(c); };
     switch (c.optimizer) {
         case Optimizer::adamw:
             if (c.optimizer_impl == OptimizerImpl::fused) return 0;
@@ -320,38 +368,38 @@ double optimizer_step_temporary_bytes(const Config& c) {
 
 // torchtune's _optimizer_in_bwd (training/_optim.py / recipes' optimizer_in_bwd): a post-accumulate-grad hook
 // runs optimizer.step() for that parameter and zeroes its gradient.
-double in_backward_step_bytes(const Config& c) {
+double in_backward_step_bytes(const Step& c) {
     const double n = largest_trainable_tensor(c);
-    return n * gradient_element_bytes(c) + one_tensor_step_bytes(c, n);
+    return n * c.gradient_element + one_tensor_step_bytes(c, n);
 }
 
 // Autograd sums the weight gradients of torchtune's output chunks pairwise: the running sum, the next
 // chunk's gradient and the result (three V x h tensors) beside the activations, after the loss's backward.
-double chunked_head_gradient_bytes(const Config& c) {
+double chunked_head_gradient_bytes(const Step& c) {
     if (c.loss != Loss::chunked || !c.framework->chunked_output_projection || !trains_all_weights(c) ||
         !holds_head(c))
         return 0;
-    return 3 * double(c.model.vocab) * double(c.model.hidden) * gradient_element_bytes(c) / double(c.tp);
+    return 3 * double(c.model.vocab) * double(c.model.hidden) * c.gradient_element / double(c.tp);
 }
 
-double communication_buffer_bytes(const Config& c) {
+double communication_buffer_bytes(const Step& c) {
     const double n = trainable_stage_params(c);
     switch (traits(c).buckets) {
         case GradientBuckets::ddp:
             // DDP's Reducer copies gradients into flat buckets covering every parameter
             // (torch/csrc/distributed/c10d/reducer.cpp, gradient_as_bucket_view=False).
-            return data_parallel(c) > 1 ? n * gradient_element_bytes(c) : 0;
+            return data_parallel(c) > 1 ? n * c.gradient_element : 0;
         case GradientBuckets::deepspeed:
             // reduce_bucket_size defaults to 5e8 elements (deepspeed/runtime/zero/config.py).
-            return c.zero >= 1 ? std::min(5e8, n) * weight_element_bytes(c) : 0;
+            return c.zero >= 1 ? std::min(5e8, n) * c.weight_element : 0;
         case GradientBuckets::none: return 0;  // FSDP's reduce-scatter input is a backward-only buffer
     }
     return 0;
 }
 
-double gathered_parameter_bytes(const Config& c, bool in_backward) {
+double gathered_parameter_bytes(const Step& c, bool in_backward) {
     // FSDP SHARD_GRAD_OP keeps the unsharded compute-dtype parameters from forward to backward.
-    if (shards_params(c) && !gathers_per_unit(c)) return stage_params(c) * compute_element_bytes(c);
+    if (shards_params(c) && !gathers_per_unit(c)) return stage_params(c) * c.compute_element;
     if (!gathers_per_unit(c)) return 0;
     // The layer being computed and the one prefetched. DeepSpeed caps what is gathered at
     // stage3_max_live_parameters (1e9 by default, deepspeed/runtime/zero/config.py). FSDP's root unit
@@ -376,27 +424,27 @@ double gathered_parameter_bytes(const Config& c, bool in_backward) {
         if (holds_head(c) && !(head_unit && in_backward && c.pp == 1))  // resharded once its backward is done
             params += double(norm_params(c.model) + lm_head_params(c.model));
     }
-    return params * compute_element_bytes(c) / double(c.tp);  // tensor-parallel shards gather over data ranks only
+    return params * c.compute_element / double(c.tp);  // tensor-parallel shards gather over data ranks only
 }
 
 // FULL_SHARD's backward prefetch at the first layer: the next unit is the root, unsharded since forward (FSDP 1
 // never reshards it, FSDP 2's root keeps reshard_after_forward=False), so one layer fewer is gathered. (torchtitan
 // 0.2's embedding is a unit of its own: it is prefetched there instead.)
-double first_layer_unprefetched_bytes(const Config& c) {
+double first_layer_unprefetched_bytes(const Step& c) {
     if (!fsdp_units(c) || !gathers_per_unit(c) || c.pp > 1 || c.framework->fsdp_layout != FsdpLayout::root_kept) return 0;
-    return double(layer_params(c.model)) * compute_element_bytes(c) / double(c.tp);
+    return double(layer_params(c.model)) * c.compute_element / double(c.tp);
 }
 
 namespace {
 // FSDP's unsharded gradients: in the compute dtype, or fp32 where FSDP 2's MixedPrecisionPolicy reduces in fp32
 // (reduce-scatter input; _fsdp_param.py to_accumulated_grad_if_needed upcasts the accumulated gradient).
-double fsdp_gradient_element_bytes(const Config& c) {
-    return c.fsdp_version == 2 && mixed(c) && c.framework->fsdp_reduce_fp32 ? 4 : compute_element_bytes(c);
+double fsdp_gradient_element_bytes(const Step& c) {
+    return c.fsdp_version == 2 && mixed(c) && c.framework->fsdp_reduce_fp32 ? 4 : c.compute_element;
 }
 }  // namespace
 
 // FSDP reduce-scatters one unit's unsharded gradients at a time during backward.
-double reduce_scatter_bytes(const Config& c) {
+double reduce_scatter_bytes(const Step& c) {
     if (!fsdp_units(c) || !shards_gradients(c)) return 0;
     const double unit = base_weights_need_grad(c) ? double(layer_params(c.model)) / double(c.tp)
                                                   : trainable_stage_params(c) / double(layers_on_stage(c));
@@ -406,7 +454,7 @@ double reduce_scatter_bytes(const Config& c) {
 // Gradient accumulation under FSDP 1's no_sync() or FSDP 2's set_requires_gradient_sync(False) (what
 // accelerate does between optimizer steps, and torch.distributed.pipelining for every micro-batch but the
 // last): every unit keeps its unsharded gradient on every rank until the synchronised micro-batch.
-double unsharded_accumulated_gradient_bytes(const Config& c) {
+double unsharded_accumulated_gradient_bytes(const Step& c) {
     if (!fsdp_units(c) || c.grad_accum < 2 || offloaded(c)) return 0;
     const double n = fsdp1_mixed_units(c) ? double(layers_params(c.model)) * layer_share(c) / double(c.tp) + trainable_stage_params(c)
                                           : trainable_stage_params(c);
@@ -416,16 +464,16 @@ double unsharded_accumulated_gradient_bytes(const Config& c) {
 // Context parallelism's ring attention (torch/distributed/tensor/experimental/_attention.py, allgather
 // rotation, torchtitan's default): each attention call all-gathers k and v, repeated to every query head,
 // over the whole sequence; forward and backward alike.
-double ring_attention_bytes(const Config& c) {
+double ring_attention_bytes(const Step& c) {
     if (c.cp < 2) return 0;
-    return 2 * double(c.micro_batch) * double(c.seq_len) * double(q_width(c.model)) * compute_element_bytes(c) / double(c.tp);
+    return 2 * double(c.micro_batch) * double(c.seq_len) * double(q_width(c.model)) * c.compute_element / double(c.tp);
 }
 
 // torch.distributed.pipelining's PipelineStage keeps a receive (first stage: gradient) buffer per micro-batch,
 // one stage boundary's activation each, across steps (measured, tests/validation/stacks/torchtitan).
-double pipeline_buffer_bytes(const Config& c) {
+double pipeline_buffer_bytes(const Step& c) {
     if (!fsdp_units(c) || c.pp < 2) return 0;
-    return double(c.grad_accum) * tokens(c) * double(c.model.hidden) * compute_element_bytes(c) /
+    return double(c.grad_accum) * c.tokens * double(c.model.hidden) * c.compute_element /
            (c.sequence_parallel ? double(c.tp) : 1);
 }
 
@@ -436,11 +484,11 @@ namespace {
 // (twice: for dgrad and wgrad): one linear's float8 copies at a time (rowwise scaling adds an fp32 scale per row).
 // Eager, each cast of n elements peaks at 9n B (fp32 copy times the scale, fp32 clamp, the float8 result) before
 // it holds n; torch.compile fuses that away (measured on the CPU, tests/validation/stacks/fp8).
-double torchao_cast_bytes(const Config& c, bool backward) {
-    const double n = tokens(c), t = double(c.tp), cast_peak = c.compile ? 0 : 8;  // above the n B it leaves
+double torchao_cast_bytes(const Step& c, bool backward) {
+    const double n = c.tokens, t = double(c.tp), cast_peak = c.compile ? 0 : 8;  // above the n B it leaves
     const bool rowwise = c.fp8_recipe == Fp8Recipe::torchao_rowwise;
     double most = 0;
-    for (const Linear& l : layer_linears(c.model)) {
+    for (const Linear& l : c.layer_linears()) {
         const double x = n * double(l.in), out = double(l.out) / t, w = double(l.in) * out, g = n * out;
         double bytes = x + w + cast_peak * std::max(x, w) + (rowwise ? 4 * (n + out) : 0);
         if (backward) bytes = 2 * g + w + x + cast_peak * std::max({g, w, x}) + (rowwise ? 8 * n + 4 * out : 0);
@@ -451,15 +499,15 @@ double torchao_cast_bytes(const Config& c, bool backward) {
 
 // Hopper and Ada run FP8 GEMMs in the TN layout only, so a tensor both GEMMs read keeps its data and a transposed
 // copy; Blackwell (B200) reads one copy both ways (csrc/quantizer.cpp with_transpose; stacks/fp8 A.2).
-double fp8_both_layouts_element_bytes(const Config& c) { return c.gpu.id == "b200" ? 1 : 2; }
+double fp8_both_layouts_element_bytes(const Step& c) { return c.gpu.id == "b200" ? 1 : 2; }
 
 // One te.Linear's fp8 copies beyond what it saves (linear.py _linear_forward, _linear_backward; stacks/fp8 A.3).
 // Forward: its input's row-wise copy, dropped after the GEMM (Blackwell saves that one copy), and under FSDP 2 its
 // row-wise weight. Backward: the output gradient in both layouts, and under FSDP 2 the weight quantized again.
-double te_cast_bytes(const Config& c, bool backward) {
-    const double n = tokens(c), t = double(c.tp), both = fp8_both_layouts_element_bytes(c);
+double te_cast_bytes(const Step& c, bool backward) {
+    const double n = c.tokens, t = double(c.tp), both = fp8_both_layouts_element_bytes(c);
     double most = 0;
-    for (const Linear& l : layer_linears(c.model)) {
+    for (const Linear& l : c.layer_linears()) {
         const double x = n * double(l.in), out = double(l.out) / t, w = double(l.in) * out, g = n * out;
         const double rowwise_input = both > 1 ? x : 0;
         const double bytes = backward ? both * g + (fsdp2(c) ? both * w : 0) : rowwise_input + (fsdp2(c) ? w : 0);
@@ -471,7 +519,7 @@ double te_cast_bytes(const Config& c, bool backward) {
 }  // namespace
 
 // TE's saved fp8 weights sit here too: alive from the forward to the linears' backward, like autocast's copies.
-double float8_cast_bytes(const Config& c, bool backward) {
+double float8_cast_bytes(const Step& c, bool backward) {
     switch (c.fp8_recipe) {
         case Fp8Recipe::none: return 0;
         case Fp8Recipe::torchao_tensorwise:
@@ -495,14 +543,14 @@ bool fp8_converts_head(const Config& c) {
 // Each te.Linear saves the fp8 weight it quantized in forward until its backward (linear.py wt_save = weightmat;
 // stacks/fp8 A.3): both layouts. Not under FSDP 2, which quantizes it again in backward ("Issue #2681"), nor
 // Megatron-LM, whose copy is cached (te_weight_cache_bytes).
-double te_saved_weight_element_bytes(const Config& c) {
+double te_saved_weight_element_bytes(const Step& c) {
     return !te_fp8(c) || megatron_model(c) || fsdp2(c) ? 0 : fp8_both_layouts_element_bytes(c);
 }
 
 // Every converted linear's, at the end of forward: accelerate passes no is_first_microbatch, so nothing is cached
 // (stacks/fp8 A.8); TE quantizes the gathered weight, so ZeRO-3 and FSDP 1 hold whole copies. Checkpointed layers
 // save none (recast_layer_weight_bytes has the recomputed layer's).
-double te_saved_weight_bytes(const Config& c) {
+double te_saved_weight_bytes(const Step& c) {
     const double stage = double(layers_on_stage(c));
     const double checkpointed = c.checkpointing == Checkpointing::full ? double(layers_on_stage(c) / c.checkpoint_every) : 0;
     const double layers = double(linear_weight_params(c.model)) / double(c.model.layers) * (stage - checkpointed);
@@ -512,7 +560,7 @@ double te_saved_weight_bytes(const Config& c) {
 
 // Megatron-LM passes is_first_microbatch, so each te.Linear keeps its fp8 weight in _fp8_workspaces across steps
 // (linear.py Linear.forward, cache_name "weight"; stacks/fp8 A.3): the layers' linears, both layouts.
-double te_weight_cache_bytes(const Config& c) {
+double te_weight_cache_bytes(const Step& c) {
     if (!te_fp8(c) || !megatron_model(c)) return 0;
     return double(linear_weight_params(c.model)) * layer_share(c) / double(c.tp) * fp8_both_layouts_element_bytes(c);
 }
@@ -521,18 +569,18 @@ double te_weight_cache_bytes(const Config& c) {
 // (quantization.py DelayedScalingRecipeState, module/base.py set_meta_tensor), (L + 1) x 5 x 4 B; L = 1024 by
 // default (TE, accelerate's TERecipeKwargs), 1 in Megatron-LM (stacks/fp8 A.1). Current scaling keeps none
 // (tensor/float8_tensor.py Float8CurrentScalingQuantizer).
-double fp8_scaling_state_bytes(const Config& c) {
+double fp8_scaling_state_bytes(const Step& c) {
     if (c.fp8_recipe != Fp8Recipe::te_delayed) return 0;
     const bool megatron = megatron_model(c);
     // Megatron's layer: qkv, proj, fc1, fc2 (gpt_layer_specs.py); accelerate: one te.Linear per nn.Linear.
-    const double per_layer = megatron ? 4 : double(layer_linears(c.model).size());
+    const double per_layer = megatron ? 4 : double(c.layer_linears().size());
     const double gemms = double(layers_on_stage(c)) * per_layer + (fp8_converts_head(c) && holds_head(c) ? 1 : 0);
     return gemms * ((megatron ? 1 : 1024) + 1) * 5 * 4;
 }
 
 // PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
 // (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
-double cublas_workspace_bytes(const Config& c) {
+double cublas_workspace_bytes(const Step& c) {
     if (c.device == Device::cpu) return 0;
     const bool sm90 = c.gpu.id.rfind("h100", 0) == 0 || c.gpu.id == "h200";
     return sm90 ? 32.0 * 1024 * 1024 : 4096.0 * 1024 * 2 + 16.0 * 1024 * 8;
@@ -540,31 +588,31 @@ double cublas_workspace_bytes(const Config& c) {
 
 // The CUDA context (driver, kernels loaded lazily, cuBLAS/cuDNN handles) lives outside the caching
 // allocator: nvidia-smi shows it, max_memory_allocated does not. An allowance until measured per GPU.
-double cuda_context_bytes(const Config& c) { return c.device == Device::cpu ? 0 : 512.0 * 1024 * 1024; }
+double cuda_context_bytes(const Step& c) { return c.device == Device::cpu ? 0 : 512.0 * 1024 * 1024; }
 
 // Reserved minus allocated: the caching allocator rounds blocks (512 B, 2 MiB for requests over 1 MiB)
 // and keeps freed blocks cached; an allowance of 5% of the peak, not derived.
-double allocator_overhead_bytes(const Config& c, double peak_allocated) {
+double allocator_overhead_bytes(const Step& c, double peak_allocated) {
     return c.device == Device::cpu ? 0 : 0.05 * peak_allocated;
 }
 
 // DeepSpeed's estimators (stage_1_and_2.py / stage3.py) size offload RAM with a 1.5x buffer factor:
 // 16 bytes per parameter for the optimizer (fp32 master, gradient, two states), 18 with 16-bit parameters.
 // FSDP's CPU offload keeps the fp32 parameters themselves there, with no separate master copy.
-double offloaded_activation_bytes(const Config& c) {
+double offloaded_activation_bytes(const Step& c) {
     if (!c.activation_offload) return 0;
-    Config on_gpu = c;
-    on_gpu.activation_offload = false;
-    return activations_bytes(on_gpu) - activations_bytes(c);
+    Config kept = c;
+    kept.activation_offload = false;
+    return activations_bytes(Step(kept)) - activations_bytes(c);
 }
 
-double cpu_offload_bytes(const Config& c) {
+double cpu_offload_bytes(const Step& c) {
     if (!offloaded(c)) return offloaded_activation_bytes(c);
-    const double trainable = !trains_all_weights(c) ? double(lora_params(c.model, c.finetune.rank, c.finetune.targets))
+    const double trainable = !trains_all_weights(c) ? c.adapter_params
                                           : double(total_params(c.model));
     const double master = traits(c).mixed == MixedWeights::fsdp_cast ? 0 : 4;  // FSDP offloads fp32 parameters, no master
     double bytes = trainable * (master + 4) + optimizer_states_stage_bytes(c);
-    if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * weight_element_bytes(c);
+    if (c.offload == Offload::optimizer_and_params) bytes += double(total_params(c.model)) * c.weight_element;
     return bytes * 1.5 + offloaded_activation_bytes(c);
 }
 

@@ -20,19 +20,19 @@ namespace {
 // buffers allocated at full width whatever the vocabulary.
 constexpr double kTokenChunk = 4096, kVocabChunk = 32768;
 
-double rows(const Config& c) { return double(c.micro_batch) * method_traits(c.method).rows_per_item; }
-double sequence(const Config& c) { return double(c.prompt_len + c.completion_len); }
+double rows(const Step& c) { return double(c.micro_batch) * method_traits(c.method).rows_per_item; }
+double sequence(const Step& c) { return double(c.prompt_len + c.completion_len); }
 
 // Positions the fused log-prob head scores: on CUDA (Triton) the completion tokens only; elsewhere every position
 // but the last.
-double scored(const Config& c) {
+double scored(const Step& c) {
     return rows(c) * (c.device == Device::cpu ? sequence(c) - 1 : double(c.completion_len));
 }
 
 // The policy as a supervised step of rows x (prompt + completion) tokens. DistillationTrainer calls the
 // backbones through _ForwardRedirection, around accelerate's autocast wrapper: its training passes run in the
 // weights' dtype (measured: bf16=True changes only generation).
-Config policy_step(const Config& c) {
+Config policy_step(const Step& c) {
     Config p = c;
     p.method = TrainingMethod::sft;
     p.micro_batch = std::uint64_t(rows(c));
@@ -61,9 +61,9 @@ struct Head {
 };
 
 // The fused log-prob head (trl/kernels/chunked_logprob.py ChunkedLogProbFunction).
-Head fused_logprob_head(const Config& c, const Config& policy, bool reference) {
+Head fused_logprob_head(const Step& c, const Step& policy, bool reference) {
     const Architecture& a = c.model;
-    const double n = scored(c), h = double(a.hidden), x = residual_element_bytes(policy), e = compute_element_bytes(policy);
+    const double n = scored(c), h = double(a.hidden), x = policy.residual_element, e = policy.compute_element;
     const double chunk = std::min(n, kTokenChunk), tile_cols = std::min(double(a.vocab), kVocabChunk);
     const bool cast = autocast(policy) && x == 4;  // fp32 hidden states cast to the autocast dtype per chunk
     const bool cpu = c.device == Device::cpu;      // torch ops fold each tile instead of Triton kernels
@@ -81,16 +81,16 @@ Head fused_logprob_head(const Config& c, const Config& policy, bool reference) {
 // A second model for the reference: the policy's weights again, in the dtype they were loaded in (TRL's
 // create_model_from_path uses the policy's dtype: fp32 under bf16-mixed). Under FSDP, trl/models/utils.py
 // prepare_fsdp shards it like the policy.
-double reference_weights_bytes(const Config& c) {
+double reference_weights_bytes(const Step& c) {
     if (c.reference != Reference::model) return 0;
-    return double(total_params(c.model)) * weight_element_bytes(c) / (fsdp_units(c) ? dp(c) : 1);
+    return double(total_params(c.model)) * c.weight_element / (fsdp_units(c) ? c.data_parallel : 1);
 }
 
 // GRPO's no-grad policy forward for importance sampling (_generate_and_score_completions): when generation and
 // optimizer steps are misaligned (gradient_accumulation_steps % (steps_per_generation x num_iterations) != 0), and
 // always with vLLM (vllm_importance_sampling_correction defaults to True). RLOO's always: its KL penalty is in the
 // reward (rloo_trainer.py).
-bool scores_old_logps(const Config& c) {
+bool scores_old_logps(const Step& c) {
     if (c.method == TrainingMethod::rloo) return true;
     return c.method == TrainingMethod::grpo &&
            (c.inference_engine != InferenceEngine::none || c.grad_accum % (c.steps_per_generation * c.num_iterations) != 0);
@@ -107,12 +107,12 @@ struct FsdpUnsharded {
     double gradients_before_generation = 0;
 };
 
-FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
+FsdpUnsharded fsdp_unsharded(const Step& c, const Step& policy) {
     FsdpUnsharded u;
     if (!fsdp_units(c)) return u;
     const Architecture& a = c.model;
-    const double e = compute_element_bytes(policy);  // the MixedPrecisionPolicy's param_dtype
-    const double adapters = trains_all_weights(c) ? 0 : double(lora_params(a, c.finetune.rank, c.finetune.targets)) / double(a.layers);
+    const double e = policy.compute_element;  // the MixedPrecisionPolicy's param_dtype
+    const double adapters = trains_all_weights(c) ? 0 : c.adapter_params / double(a.layers);
     const double layer = (double(layer_params(a)) + adapters) * e;
     const double tail = double(norm_params(a) + lm_head_params(a)) * e;  // [final norm, lm_head]
     const double whole = double(total_params(a)) * e;
@@ -130,7 +130,7 @@ FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
         u.reference = groups && !scores_old_logps(c) ? 0 : root;
         u.generation = u.generation_prefill = root + layer;
         u.policy_pass = root + layer;
-        u.gradients_before_generation = gradients_bytes(policy) - root_params * gradient_element_bytes(policy) / dp(c);
+        u.gradients_before_generation = gradients_bytes(policy) - root_params * policy.gradient_element / c.data_parallel;
         return u;
     }
     if (c.zero == 2) {
@@ -159,13 +159,13 @@ FsdpUnsharded fsdp_unsharded(const Config& c, const Config& policy) {
     return u;
 }
 
-double teacher_weights_bytes(const Config& c) {
+double teacher_weights_bytes(const Step& c) {
     return c.method == TrainingMethod::distill ? double(total_params(c.teacher)) * element_bytes(c.teacher_dtype) : 0;
 }
 
 // GRPO generates steps_per_generation micro-batches' completions at once (GRPOTrainer._prepare_inputs), and
 // DistillationTrainer grad_accum's; both score them per micro-batch.
-double generation_rows(const Config& c) { return rows(c) * double(c.steps_per_generation); }
+double generation_rows(const Step& c) { return rows(c) * double(c.steps_per_generation); }
 
 // transformers' DynamicCache: K and V of every layer for `rows` sequences of `positions` tokens.
 double kv_cache_bytes(const Architecture& a, double rows, double positions, double bytes) {
@@ -177,12 +177,12 @@ double kv_cache_bytes(const Architecture& a, double rows, double positions, doub
 // dtype: fp32 under autocast over fp32 weights, where RoPE promotes K. Autocast's 16-bit copies of every weight
 // but the embedding live through each forward (measured, stacks/trl formulas.py). Under FSDP, what each moment
 // holds gathered.
-Terms generation_terms(const Config& c, const Config& policy) {
+Terms generation_terms(const Step& c, const Step& policy) {
     const Architecture& a = c.model;
     const FsdpUnsharded fsdp = fsdp_unsharded(c, policy);
-    const double g = generation_rows(c), p = double(c.prompt_len), x = residual_element_bytes(policy);
+    const double g = generation_rows(c), p = double(c.prompt_len), x = policy.residual_element;
     const double h = double(a.hidden), ffn = double(a.ffn), v = double(a.vocab);
-    const double kv_bytes = autocast(policy) && x == 4 ? 4 : compute_element_bytes(policy);
+    const double kv_bytes = autocast(policy) && x == 4 ? 4 : policy.compute_element;
     auto kv = [&](double tokens) { return kv_cache_bytes(a, g, tokens, kv_bytes); };
     const bool lora = !trains_all_weights(c);
     const double weight_casts = autocast(policy) && x == 4 ? (double(total_params(a)) - v * h) * 2 : 0;
@@ -191,7 +191,7 @@ Terms generation_terms(const Config& c, const Config& policy) {
     if (weight_casts > 0) prefill.activations = kv(p) + 2 * g * p * ffn * 2, prefill.temporaries = weight_casts;
     // A 16-bit frozen lm_head: aten::matmul cannot fold the prefill's last-position slice and expands the weight per
     // sequence (measured on the CPU; device independent code, unverified on CUDA).
-    if (lora && weight_element_bytes(policy) == 2) prefill.activations = kv(p) + g * v * h * 2;
+    if (lora && policy.weight_element == 2) prefill.activations = kv(p) + g * v * h * 2;
     prefill.temporaries += fsdp.generation_prefill;
     const double t = p + double(c.completion_len) - 1;
     decode.activations = kv(t) + kv(t) / double(a.layers);
@@ -203,7 +203,7 @@ Terms generation_terms(const Config& c, const Config& policy) {
 }
 
 // The generation moment: in the training process, or (vLLM asleep between generations) the model states alone.
-void add_generation(const Config& c, const Config& policy, const Terms& base, std::vector<Phase>& out) {
+void add_generation(const Step& c, const Step& policy, const Terms& base, std::vector<Phase>& out) {
     if (c.inference_engine == InferenceEngine::none) {
         const Terms moment = generation_terms(c, policy);
         Terms gen = base;
@@ -217,15 +217,15 @@ void add_generation(const Config& c, const Config& policy, const Terms& base, st
 }
 
 // DPO, IPO, KTO and GRPO: the fused log-prob head (trl/trainer/{dpo,kto,grpo}_trainer.py).
-std::vector<Phase> fused_logprob_phases(const Config& c) {
-    const Config policy = policy_step(c);
+std::vector<Phase> fused_logprob_phases(const Step& c) {
+    const Step policy(policy_step(c));
     const std::vector<Phase> supervised = supervised_phases(policy);
     const FsdpUnsharded fsdp = fsdp_unsharded(c, policy);
     Terms base = resident(policy);
     base.weights += reference_weights_bytes(c) + fsdp.reference_kept;
     const Head policy_head = fused_logprob_head(c, policy, false), scoring_head = fused_logprob_head(c, policy, true);
     const double a = activations_bytes(policy) + policy_head.saved;  // the policy's graph
-    const double x = residual_element_bytes(policy);
+    const double x = policy.residual_element;
     const double last_hidden = rows(c) * sequence(c) * double(c.model.hidden) * x;
     // Autocast's cache of 16-bit weight copies lives until a forward returns (fp32 weights only).
     const double weight_casts = autocast_weight_copy_bytes(policy);
@@ -283,12 +283,12 @@ std::vector<Phase> fused_logprob_phases(const Config& c) {
 // accelerate's convert_outputs_to_fp32 makes fp32; selective_log_softmax per row; ORPO adds the chosen rows'
 // cross-entropy (nll). On the CPU the log-softmax backward's per-row gradients are concatenated (2 x M x V fp32);
 // on CUDA one gradient buffer (read from the code).
-std::vector<Phase> full_logits_phases(const Config& c) {
-    const Config policy = policy_step(c);
+std::vector<Phase> full_logits_phases(const Step& c) {
+    const Step policy(policy_step(c));
     const std::vector<Phase> supervised = supervised_phases(policy);
     const Terms base = resident(policy);
     const double v = double(c.model.vocab), s = sequence(c), pairs = double(c.micro_batch);
-    const double t = rows(c) * s, m = rows(c) * (s - 1), x = residual_element_bytes(policy);
+    const double t = rows(c) * s, m = rows(c) * (s - 1), x = policy.residual_element;
     const bool nll = c.method == TrainingMethod::orpo;
     const double logits = t * v * 4, a = activations_bytes(policy);
     std::vector<Phase> out;
@@ -317,15 +317,15 @@ std::vector<Phase> full_logits_phases(const Config& c) {
 // DistillationTrainer (trl/trainer/distillation_trainer.py, trl/kernels/chunked_divergence.py): on-policy
 // completions from the student, the student's backbone with its graph, the frozen teacher's no-grad backbone, then
 // the fused divergence head over both last hidden states (two fp32 n x 32768 tiles, no logits).
-std::vector<Phase> distillation_phases(const Config& c) {
-    const Config student = policy_step(c);
+std::vector<Phase> distillation_phases(const Step& c) {
+    const Step student(policy_step(c));
     const std::vector<Phase> supervised = supervised_phases(student);
     Terms base = resident(student);
     base.weights += teacher_weights_bytes(c);
     const Architecture& s = c.model;
     const Architecture& t = c.teacher;
     const double tokens = rows(c) * sequence(c), n = rows(c) * double(c.completion_len);
-    const double h = double(s.hidden), ht = double(t.hidden), x = residual_element_bytes(student), et = element_bytes(c.teacher_dtype);
+    const double h = double(s.hidden), ht = double(t.hidden), x = student.residual_element, et = element_bytes(c.teacher_dtype);
     const double chunk = std::min(n, kTokenChunk), tile_cols = std::min(double(s.vocab), kVocabChunk);
     const bool cpu = c.device == Device::cpu, jsd = c.divergence == Divergence::jsd;
     const double tiles = 2 * chunk * kVocabChunk * 4;
@@ -374,7 +374,7 @@ struct Rollout {
     double chunk, chunks;
 };
 
-Rollout rollout(const Config& c) {
+Rollout rollout(const Step& c) {
     const double rows = double(c.micro_batch) * double(c.grad_accum) * double(c.num_mini_batches);
     const double chunk = std::min(rows, double(c.rollout_forward_batch));
     return {chunk, std::ceil(rows / chunk)};
@@ -382,7 +382,7 @@ Rollout rollout(const Config& c) {
 
 // The value model: AutoModelForSequenceClassification with one label, always fully trained (even beside a LoRA
 // policy), in the policy's precision: PolicyAndValueWrapper puts both in one optimizer and one autocast.
-Config value_step(const Config& c) {
+Config value_step(const Step& c) {
     Config v = policy_step(c);
     v.model = c.value_model;
     v.model.score_labels = 1;
@@ -391,7 +391,7 @@ Config value_step(const Config& c) {
     return v;
 }
 
-double ppo_frozen_weights_bytes(const Config& c) {
+double ppo_frozen_weights_bytes(const Step& c) {
     Architecture reward = c.reward_model;
     reward.score_labels = 1;
     return double(total_params(reward)) * reward_element_bytes(c) + reference_weights_bytes(c);
@@ -404,15 +404,15 @@ double nograd_layers_bytes(const Architecture& a, double rows, double seq, doubl
     return rows * seq * bytes * (double(a.layers + 2) * double(a.hidden) + (gated(a) ? 3 : 2) * double(a.ffn) + 2 * double(head_dim(a)));
 }
 
-std::vector<Phase> ppo_phases(const Config& c) {
-    const Config policy = policy_step(c), value = value_step(c);
+std::vector<Phase> ppo_phases(const Step& c) {
+    const Step policy(policy_step(c)), value(value_step(c));
     const std::vector<Phase> supervised = supervised_phases(policy);
     const Architecture& a = c.model;
     const Rollout r = rollout(c);
     const double b = double(c.micro_batch), q = double(c.prompt_len), cl = double(c.completion_len), s = sequence(c);
     // KV caches take the weights' dtype: the rollout calls the unwrapped models (no autocast), and over fp32 weights
     // the training forward's cache is fp32 too (RoPE promotes K).
-    const double h = double(a.hidden), v = double(a.vocab), w = weight_element_bytes(policy), tokens = b * s;
+    const double h = double(a.hidden), v = double(a.vocab), w = policy.weight_element, tokens = b * s;
     // Generation's fp32 scores (generate's output_scores, stacked and padded per chunk): `logitss` lives until the
     // next rollout rebinds it, so every phase holds them.
     const double scores = ppo_kept_scores_bytes(c);
@@ -457,7 +457,7 @@ std::vector<Phase> ppo_phases(const Config& c) {
     // selective_log_softmax's gather and logsumexp; 16-bit weights' logits stay bound by `output` and the per-row
     // log_softmax outputs of the completion are saved.
     const bool half = w == 2, mixed_precision = autocast(policy);
-    const double lv = half ? 2 : 4, x = residual_element_bytes(policy);
+    const double lv = half ? 2 : 4, x = policy.residual_element;
     const double logits = tokens * v * lv + (half ? b * cl * v * 2 : 0);
     // `output` keeps the policy's KV cache and hidden states; a frozen embedding's output and the final normed
     // state are not saved otherwise (LoRA); under autocast its fp32 cache and normed state beside the 16-bit copies.
@@ -518,26 +518,26 @@ std::vector<Phase> ppo_phases(const Config& c) {
 }  // namespace
 
 // Generation's fp32 scores (generate's output_scores, stacked and padded per chunk) of the whole rollout.
-double ppo_kept_scores_bytes(const Config& c) {
+double ppo_kept_scores_bytes(const Step& c) {
     const Rollout r = rollout(c);
     return r.chunks * r.chunk * double(c.completion_len) * double(c.model.vocab) * 4;
 }
 
 // TRL's prepare_fsdp wraps the reference as one FSDP 2 unit: its forward holds the flat all-gather buffer and the
 // unsharded parameters, twice the whole model in the MixedPrecisionPolicy's param_dtype (stacks/trl-fsdp).
-double fsdp2_reference_gather_bytes(const Config& c) {
+double fsdp2_reference_gather_bytes(const Step& c) {
     return 2 * double(total_params(c.model)) * compute_element_bytes(policy_step(c));
 }
 
-double reward_element_bytes(const Config& c) {
-    return c.reward_dtype ? element_bytes(*c.reward_dtype) : weight_element_bytes(c);
+double reward_element_bytes(const Step& c) {
+    return c.reward_dtype ? element_bytes(*c.reward_dtype) : c.weight_element;
 }
 
-double inference_engine_bytes(const Config& c) {
+double inference_engine_bytes(const Step& c) {
     return c.inference_engine == InferenceEngine::vllm_colocate ? c.inference_gpu_share * c.gpu.memory_gib * 1024.0 * 1024 * 1024 : 0;
 }
 
-std::vector<Phase> trl_phases(const Config& c) {
+std::vector<Phase> trl_phases(const Step& c) {
     switch (method_traits(c.method).head) {
         case TrlHead::full_logits: return full_logits_phases(c);
         case TrlHead::fused_divergence: return distillation_phases(c);

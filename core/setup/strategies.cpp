@@ -46,10 +46,7 @@ const std::vector<StrategyTraits> kStrategies = {
 
 const std::vector<StrategyTraits>& strategy_table() { return kStrategies; }
 
-const StrategyTraits& strategy_traits(Strategy s) {
-    for (const StrategyTraits& t : kStrategies)
-        if (t.id == s) return t;
-    return kStrategies[0];
-}
+// The table's rows are in the enum's order (every estimate asks many times).
+const StrategyTraits& strategy_traits(Strategy s) { return kStrategies[std::size_t(s)]; }
 
 }  // namespace vramcalc

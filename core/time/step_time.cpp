@@ -16,7 +16,7 @@ namespace {
 constexpr double kTera = 1e12, kGiga = 1e9;
 
 // Across nodes: the user's figure, else the GPU's reference system's, else the assumed NIC (reported as such).
-double inter_node_gbps(const Config& c) {
+double inter_node_gbps(const Step& c) {
     if (c.inter_node_gbps > 0) return c.inter_node_gbps;
     return c.gpu.network_gbps > 0 ? c.gpu.network_gbps : kAssumedNetworkGbps;
 }
@@ -35,9 +35,10 @@ constexpr double kFloat8MatmulFraction = 0.52;
 
 // Parameters one token's forward multiplies by, per layer and in lm_head: every projection, only the routed
 // experts a token visits (MoE), and the output projection.
-double active_matmul_params(const Architecture& a) {
+double active_matmul_params(const Step& c) {
+    const Architecture& a = c.model;
     double n = 0;
-    for (const Linear& l : layer_linears(a)) {
+    for (const Linear& l : c.layer_linears()) {
         const bool routed = l.name.rfind("experts.", 0) == 0;
         const double count = routed ? double(a.experts_per_token) : double(l.count);
         const double layers = l.layers ? double(l.layers) : double(a.layers);
@@ -48,7 +49,7 @@ double active_matmul_params(const Architecture& a) {
 
 // Attention's score and value matmuls per token, over the whole sequence (PaLM's 12·L·H·Q·T, Chowdhery et al.
 // 2022 appendix B, counts the forward's 4·L·H·Q·T this way).
-double attention_flops_per_token(const Config& c) {
+double attention_flops_per_token(const Step& c) {
     const Architecture& a = c.model;
     return 2.0 * double(c.seq_len) * double(q_width(a) + v_width(a)) * double(a.layers);
 }
@@ -66,13 +67,13 @@ struct TokenFlops {
 // `executed`: what the GPUs run — a causal flash kernel skips the masked half of the scores, and checkpointing
 // recomputes (full: the layers' forward; Megatron's selective: attention's scores, Korthikanti et al. 2022 §5;
 // torchtitan's per-op policy: every other matmul). Otherwise the model FLOPs of the MFU convention.
-TokenFlops token_flops(const Config& c, bool executed) {
+TokenFlops token_flops(const Step& c, bool executed) {
     const Architecture& a = c.model;
     const bool full = c.finetune.method == FinetuneMethod::full;
     const double head = 2 * double(a.vocab) * double(a.hidden);
-    const double matmuls = 2 * active_matmul_params(a) - head;
+    const double matmuls = 2 * active_matmul_params(c) - head;
     const double attention = attention_flops_per_token(c) * (executed && c.attention == Attention::flash ? 0.5 : 1);
-    const double adapters = full ? 0 : 2 * double(lora_params(a, c.finetune.rank, c.finetune.targets));
+    const double adapters = full ? 0 : 2 * c.adapter_params;
     TokenFlops f;
     f.layers_forward = matmuls + attention + adapters;
     f.head_forward = head;
@@ -99,7 +100,7 @@ TokenFlops token_flops(const Config& c, bool executed) {
 }
 
 // The dense peak of the compute dtype, FLOP/s (the GPU catalog's datasheet figures).
-double peak_flops(const Config& c) {
+double peak_flops(const Step& c) {
     switch (c.precision) {
         case Precision::fp32_true: return c.gpu.fp32_tflops * kTera;
         case Precision::fp16_mixed:
@@ -109,7 +110,7 @@ double peak_flops(const Config& c) {
     }
 }
 
-double attention_fraction(const Config& c) {
+double attention_fraction(const Step& c) {
     const std::string& id = c.gpu.id;
     const bool hopper_or_newer = id.rfind("h100", 0) == 0 || id.rfind("h200", 0) == 0 || id.rfind("b200", 0) == 0;
     return hopper_or_newer ? kHopperAttentionFraction : kAttentionFraction;
@@ -118,16 +119,14 @@ double attention_fraction(const Config& c) {
 // The element-wise work (norms, activations, residual adds, rotary, dropout, softmax) reads and writes what the
 // layers produce: taken as the tensors a layer saves without checkpointing (memory_terms.cpp), once in forward
 // and twice in backward, and the logits' chain for the loss (per micro-batch, this GPU's bytes).
-double layer_traffic_bytes(const Config& c) {
-    Config plain = c;
-    plain.checkpointing = Checkpointing::none;
-    return layer_activation_bytes(plain) * double(layers_on_stage(c));
+double layer_traffic_bytes(const Step& c) {
+    return layer_activation_bytes(c.saving_everything()) * double(layers_on_stage(c));
 }
 
 // ---- Communication: ring collectives move (n-1)/n of the data per GPU for an all-gather or a reduce-scatter,
 // twice that for an all-reduce (Patarasuk & Yuan 2009). Bytes per second of the link a group crosses: NVLink
 // (or PCIe) inside a node, the network across nodes.
-double link_bytes_per_s(const Config& c, std::uint64_t group, std::uint64_t stride) {
+double link_bytes_per_s(const Step& c, std::uint64_t group, std::uint64_t stride) {
     const bool crosses_nodes = group * stride > c.gpus_per_node;
     return (crosses_nodes ? inter_node_gbps(c) : c.gpu.link_gbps) * kGiga;
 }
@@ -137,11 +136,11 @@ double ring(std::uint64_t n) { return n > 1 ? double(n - 1) / double(n) : 0; }
 // micro-batches); ZeRO-1/2 reduce-scatter them and all-gather the updated 16-bit parameters; ZeRO-3 and FSDP
 // FULL_SHARD all-gather the parameters in every micro-batch's forward and backward and reduce-scatter the
 // gradients (Rajbhandari et al. 2020, ZeRO §7: 3Ψ against DDP's 2Ψ).
-double data_parallel_seconds(const Config& c) {
+double data_parallel_seconds(const Step& c) {
     const std::uint64_t n = data_parallel(c);
     if (n < 2) return 0;
     const double bw = link_bytes_per_s(c, n, c.tp * c.pp);
-    const double e = compute_element_bytes(c);
+    const double e = c.compute_element;
     const double trainable = trainable_stage_params(c), params = stage_params(c);
     const double grad = trainable * e;
     if (gathers_per_unit(c)) return (2 * double(c.grad_accum) * params * e + grad) * ring(n) / bw;
@@ -152,9 +151,9 @@ double data_parallel_seconds(const Config& c) {
 // Tensor parallelism: two all-reduces of the layer's activations in forward and two in backward (Megatron-LM,
 // Shoeybi et al. 2019 §3; with sequence parallelism all-gathers and reduce-scatters of the same volume,
 // Korthikanti et al. 2022 §4.2.2), not overlapped with compute.
-double tensor_parallel_seconds(const Config& c) {
+double tensor_parallel_seconds(const Step& c) {
     if (c.tp < 2) return 0;
-    const double bytes = tokens(c) * double(c.model.hidden) * compute_element_bytes(c);
+    const double bytes = c.tokens * double(c.model.hidden) * c.compute_element;
     const double per_layer = 4 * 2 * bytes * ring(c.tp);
     const double layers = double(layers_on_stage(c));
     return double(c.grad_accum) * per_layer * layers / link_bytes_per_s(c, c.tp, 1);
@@ -162,10 +161,10 @@ double tensor_parallel_seconds(const Config& c) {
 
 // The optimizer step streams each trainable parameter's weight, gradient and states in and the weight and
 // states out (memory-bound: HBM bandwidth).
-double optimizer_step_seconds(const Config& c, double states_per_param) {
+double optimizer_step_seconds(const Step& c, double states_per_param) {
     if (c.offload != Offload::none || c.gpu.bandwidth_gbps <= 0) return 0;
     const double shard = c.zero >= traits(c).zero_collectives_from ? double(data_parallel(c)) : 1;
-    const double w = compute_element_bytes(c), master = mixed(c) ? 4 : 0;
+    const double w = c.compute_element, master = mixed(c) ? 4 : 0;
     const double bytes = trainable_stage_params(c) / shard * (2 * (w + master + states_per_param) + w);
     return bytes / (c.gpu.bandwidth_gbps * kGiga);
 }
@@ -173,15 +172,15 @@ double optimizer_step_seconds(const Config& c, double states_per_param) {
 // ZeRO-Offload (Ren et al. 2021 §4.1): the 16-bit gradients go to the CPU and the updated parameters come back
 // over PCIe every step; with the parameters offloaded too (ZeRO-Infinity, FSDP CPU offload) every micro-batch's
 // forward and backward bring each parameter shard over again. (The CPU's Adam itself is not timed.)
-double offload_seconds(const Config& c) {
+double offload_seconds(const Step& c) {
     if (c.offload == Offload::none || c.gpu.pcie_gbps <= 0) return 0;
-    const double shard = double(data_parallel(c)), e = compute_element_bytes(c);
+    const double shard = double(data_parallel(c)), e = c.compute_element;
     double bytes = 2 * trainable_stage_params(c) / shard * e;
     if (c.offload == Offload::optimizer_and_params) bytes += 2 * double(c.grad_accum) * stage_params(c) / shard * e;
     return bytes / (c.gpu.pcie_gbps * kGiga);
 }
 
-double states_per_param(const Config& c) {
+double states_per_param(const Step& c) {
     switch (c.optimizer) {
         case Optimizer::adamw:
         case Optimizer::paged_adamw: return 8;
@@ -197,7 +196,7 @@ double states_per_param(const Config& c) {
 
 }  // namespace
 
-StepTime estimate_step_time(const Config& c) {
+StepTime estimate_step_time(const Step& c) {
     StepTime t;
     const double peak = peak_flops(c);
     t.model_flops_per_token = token_flops(c, false).total();
@@ -216,7 +215,7 @@ StepTime estimate_step_time(const Config& c) {
     t.executed_flops_per_token = f.total();
     // Per micro-batch on one GPU: its tokens (cp splits them) times each token's FLOPs (tp and pp split them).
     const double m = double(c.grad_accum);
-    const double flops_scale = tokens(c) / double(c.tp * c.pp);
+    const double flops_scale = c.tokens / double(c.tp * c.pp);
     const double matmul_rate = peak * kMatmulFraction, attention_rate = peak * attention_fraction(c);
     const double float8_rate = 2 * peak * kFloat8MatmulFraction;
     const double bandwidth = c.gpu.bandwidth_gbps * kGiga * kBandwidthFraction;

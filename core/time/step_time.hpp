@@ -3,6 +3,7 @@
 // (tests/validation/throughput); communication is ring-collective volume over the link it crosses, minus what
 // the stack overlaps with compute.
 #pragma once
+#include "memory/step.hpp"
 #include "setup/config.hpp"
 
 namespace vramcalc {
@@ -30,7 +31,7 @@ struct StepTime {
 // Across nodes, where neither the user nor the GPU's reference system says: a 100 Gb/s NIC per GPU (GB/s).
 constexpr double kAssumedNetworkGbps = 12.5;
 
-StepTime estimate_step_time(const Config&);
+StepTime estimate_step_time(const Step&);
 
 // The run the user describes (train_tokens, or epochs x dataset_tokens) at price_per_gpu_hour.
 struct RunCost {

@@ -11,6 +11,7 @@
 #include "model/architecture.hpp"
 #include "parsed_config.hpp"
 #include "setup/config_json.hpp"
+#include "setup/strategies.hpp"
 
 using namespace vramcalc;
 using nlohmann::json;
@@ -22,6 +23,12 @@ double phase_bytes(const MemoryEstimate& m, const char* name, double Terms::*ter
     return -1;
 }
 }  // namespace
+
+TEST_CASE("each strategy's traits are its own row (strategy_traits indexes the table by the enum)") {
+    for (Strategy s : {Strategy::single, Strategy::ddp, Strategy::deepspeed, Strategy::fsdp, Strategy::megatron})
+        CHECK(strategy_traits(s).id == s);
+    CHECK(strategy_table().size() == 5);
+}
 
 TEST_CASE("a framework profile sets the defaults of its knobs, and keys the user sets override them") {
     const json base = {{"model", "llama-3.2-1b"}};

@@ -7,9 +7,15 @@ import { gzipSync } from 'node:zlib';
 import { SITE, requireSite, loadModule, serve, launch } from './lib.mjs';
 
 requireSite();
-const GOALS = { gzip: 250 * 1024, firstEstimateMs: 300, fast3gMs: 1500, changeMs: 50, estimatesPerSecond: 200000 };
+const GOALS = { gzip: 250 * 1024, firstEstimateMs: 300, fast3gMs: 1500, changeMs: 50, estimatesPerSecond: 200000,
+  planMs: 200, sizingMs: 1000 };
 const CONFIG = JSON.stringify({ model: 'llama-2-7b', gpu: 'a100-80gb', precision: 'bf16-mixed', strategy: 'deepspeed',
   zero: 2, gpus: 8, seq_len: 4096, micro_batch: 2, checkpointing: 'full' });
+// The planner's runs (cli/bench.cpp's).
+const PLAN_CONFIG = JSON.stringify({ model: 'llama-2-70b', gpu: 'h100-80gb', gpus: 64, strategy: 'fsdp', seq_len: 4096,
+  micro_batch: 2, grad_accum: 4, plan: true });
+const SIZING_CONFIG = JSON.stringify({ model: 'llama-2-13b', gpu: 'a100-80gb', seq_len: 4096, micro_batch: 2, grad_accum: 8,
+  train_tokens: 1e9 });
 const seconds = Number(process.argv[2] || 1);
 
 // What the page loads (everything but the planner's module, fetched only when a plan is asked for).
@@ -73,13 +79,30 @@ async function visit({ network } = {}) {
         return { total: m.startTime + m.duration - t0, update: m.duration };
       }, v));
     }
+    // The planner in the page's worker (plan_worker.js), its module loaded by a first call: a plan for a 70B run
+    // on 64 GPUs (the labelled group included, as "Search the plans" asks) and sizing over the catalog.
+    const planner = await page.evaluate(async ([plan, sizing]) => {
+      const worker = new Worker('plan_worker.js', { type: 'module' });
+      let id = 0;
+      const call = (fn, text) => new Promise((ok) => {
+        const mine = ++id;
+        worker.onmessage = ({ data }) => { if (data.id === mine) ok(data); };
+        worker.postMessage({ id: mine, fn, text });
+      });
+      const timed = async (fn, text) => { const t0 = performance.now(); await call(fn, text); return performance.now() - t0; };
+      const load = await timed('plan', plan);
+      const plans = [await timed('plan', plan), await timed('plan', plan), await timed('plan', plan)];
+      const sizings = [await timed('sizing', sizing), await timed('sizing', sizing)];
+      worker.terminate();
+      return { load, plans, sizings };
+    }, [PLAN_CONFIG, SIZING_CONFIG]);
     let rate = 0;
     if (seconds > 0)
       rate = await page.evaluate(async ([config, s]) => {
         const { default: create } = await import('./vramcalc.js');
         return (await create()).benchEstimates(config, s);
       }, [CONFIG, seconds]);
-    return { parts, changes, rate };
+    return { parts, changes, rate, planner };
   } finally {
     await browser.close();
   }
@@ -107,6 +130,12 @@ const changes = runs.flatMap((r) => r.changes);
 console.log(`A field change to updated numbers: median ${median(changes.map((c) => c.total)).toFixed(1)} ms, worst ` +
   `${Math.max(...changes.map((c) => c.total)).toFixed(1)} ms (of which the update ${median(changes.map((c) => c.update)).toFixed(1)} ms)` +
   `  (goal <= ${GOALS.changeMs} ms: ${median(changes.map((c) => c.total)) <= GOALS.changeMs ? 'met' : 'missed'})`);
+const plansMs = median(runs.flatMap((r) => r.planner.plans)), sizingMs = median(runs.flatMap((r) => r.planner.sizings));
+console.log('The planner in the page (its worker; medians over the cold-browser runs):');
+console.log(`  its module fetched and compiled with a first plan ${median(runs.map((r) => r.planner.load)).toFixed(0)} ms; ` +
+  `a plan for 70B on 64 H100 ${plansMs.toFixed(0)} ms  (goal <= ${GOALS.planMs} ms: ${plansMs <= GOALS.planMs ? 'met' : 'missed'})`);
+console.log(`  sizing, 13B over the catalog ${sizingMs.toFixed(0)} ms  (goal <= ${GOALS.sizingMs} ms: ` +
+  `${sizingMs <= GOALS.sizingMs ? 'met' : 'missed'})`);
 const browserRate = runs.at(-1).rate;
 console.log('Estimates per second inside WebAssembly, breakdown only, no JSON (7B, ZeRO-2, 8 GPUs):');
 console.log(`  Chromium ${Math.round(browserRate).toLocaleString('en')}/s, Node ${Math.round(node).toLocaleString('en')}/s` +
