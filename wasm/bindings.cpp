@@ -6,24 +6,31 @@
 
 #include <string>
 
+#include "js_text.hpp"
 #include "json/api.hpp"
 #include "json/benchmark.hpp"
 #include "setup/config_json.hpp"
 
 namespace {
 
-std::string estimate(const std::string& config_json) { return vramcalc::estimate_json(config_json).json; }
-std::string answer(const std::string& config_json) { return vramcalc::estimate_json(config_json, false).json; }
-std::string evidence(const std::string& config_json) { return vramcalc::evidence_json(config_json).json; }
-std::string models() { return vramcalc::models_json(); }
-std::string search_models(const std::string& query, int limit) { return vramcalc::search_models_json(query, limit).json; }
-std::string sweep(const std::string& request_json) { return vramcalc::sweep_json(request_json).json; }
-std::string deepspeed_config(const std::string& config_json) { return vramcalc::deepspeed_json(config_json).json; }
-std::string exports(const std::string& config_json) { return vramcalc::exports_json(config_json).json; }
-std::string adamw_step(const std::string& request_json) { return vramcalc::adamw_json(request_json).json; }
-std::string presets() { return vramcalc::presets_json(); }
-std::string schema() { return vramcalc::schema_text(); }
-std::string describe(const std::string& config_json) { return vramcalc::describe_json(config_json).json; }
+emscripten::val estimate(const std::string& config_json) { return js_text(vramcalc::estimate_json(config_json).json); }
+emscripten::val answer(const std::string& config_json) {
+    return js_text(vramcalc::estimate_json(config_json, false).json);
+}
+emscripten::val evidence(const std::string& config_json) { return js_text(vramcalc::evidence_json(config_json).json); }
+emscripten::val models() { return js_text(vramcalc::models_json()); }
+emscripten::val search_models(const std::string& query, int limit) {
+    return js_text(vramcalc::search_models_json(query, limit).json);
+}
+emscripten::val sweep(const std::string& request_json) { return js_text(vramcalc::sweep_json(request_json).json); }
+emscripten::val deepspeed_config(const std::string& config_json) {
+    return js_text(vramcalc::deepspeed_json(config_json).json);
+}
+emscripten::val exports(const std::string& config_json) { return js_text(vramcalc::exports_json(config_json).json); }
+emscripten::val adamw_step(const std::string& request_json) { return js_text(vramcalc::adamw_json(request_json).json); }
+emscripten::val presets() { return js_text(vramcalc::presets_json()); }
+emscripten::val schema() { return js_text(vramcalc::schema_text()); }
+emscripten::val describe(const std::string& config_json) { return js_text(vramcalc::describe_json(config_json).json); }
 
 // Estimates per second of the breakdown alone (no JSON), for the benchmark; -1 for a bad configuration.
 double bench_estimates(const std::string& config_json, double seconds) {

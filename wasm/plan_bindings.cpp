@@ -4,12 +4,13 @@
 
 #include <string>
 
+#include "js_text.hpp"
 #include "json/api.hpp"
 
 namespace {
 
-std::string plan(const std::string& config_json) { return vramcalc::plan_json(config_json).json; }
-std::string sizing(const std::string& config_json) { return vramcalc::sizing_json(config_json).json; }
+emscripten::val plan(const std::string& config_json) { return js_text(vramcalc::plan_json(config_json).json); }
+emscripten::val sizing(const std::string& config_json) { return js_text(vramcalc::sizing_json(config_json).json); }
 
 }  // namespace
 

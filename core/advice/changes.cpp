@@ -17,6 +17,17 @@ using X = const ChangeContext&;
 namespace {
 
 bool adapters(const Config& c) { return c.finetune.method != FinetuneMethod::full; }
+// The 16-bit type a precision row moves to: fp16 where the configuration runs fp16 or the GPU has no bf16 (V100, T4),
+// else bf16.
+bool runs_bf16(const Config& c) {
+    const Precision p = c.precision;
+    const bool fp16 = p == Precision::fp16_mixed || p == Precision::fp16_true || p == Precision::fp16_base_mixed;
+    return !fp16 && (c.device != Device::cuda || supports_bf16(c.gpu));
+}
+std::string half(const Config& c, const char* mode) { return std::string(runs_bf16(c) ? "bf16-" : "16-") + mode; }
+const char* half_name(const Config& c) { return runs_bf16(c) ? "bf16" : "fp16"; }
+bool bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true || p == Precision::bf16_base_mixed; }
+bool mixed_16bit(const Config& c) { return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed; }
 bool megatron(const Config& c) { return c.strategy == Strategy::megatron; }
 std::uint64_t ppo_rollout_rows(const Config& c) {
     return std::min(c.rollout_forward_batch, c.micro_batch * c.grad_accum * c.num_mini_batches);
@@ -43,8 +54,8 @@ json adapter_patch(const Config& c, const char* method) {
     for (const Linear& l : attention_linears(c.model))
         if (std::find(targets.begin(), targets.end(), l.name) == targets.end()) targets.push_back(l.name);
     json patch = {{"finetune", {{"method", method}, {"rank", c.finetune.rank}, {"targets", targets}}}};
-    if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
-        patch["precision"] = "bf16-base-mixed";
+    if (mixed_16bit(c) && c.framework->adapter_dtype == AdapterDtype::fp32 && adapter_recipe_allowed(c))
+        patch["precision"] = half(c, "base-mixed");
     return patch;
 }
 
@@ -133,23 +144,34 @@ const std::vector<ChangeRow> kChanges = {
      [](X, const json&) { return text("A smaller vLLM share of the GPU"); },
      [](X, const json&) { return text("vLLM reserves gpu_memory_utilization of the card for its weights and KV cache"); }},
     // Precision.
+    // Where the GPU has no bf16, its fp16 counterpart: the same bytes, and a step the GPU runs (and that is timed).
+    {"fp16-for-bf16", ChangeAxis::precision, false, false,
+     [](X x) { return bf16(x.config.precision) && !runs_bf16(x.config); },
+     [](X x) -> json {
+         const Precision p = x.config.precision;
+         return {{"precision", p == Precision::bf16_mixed ? "16-mixed" : p == Precision::bf16_true ? "16-true" : "16-base-mixed"}};
+     },
+     [](X x, const json&) { return "fp16 instead of bf16 (the " + x.config.gpu.name + " has no bf16)"; },
+     [](X, const json&) { return text("the same bytes; the GPU computes in fp16, with loss scaling"); }},
     {"bf16-mixed", ChangeAxis::precision, false, true,
      [](X x) { return x.config.precision == Precision::fp32_true; },
-     [](X) -> json { return {{"precision", "bf16-mixed"}}; },
-     [](X, const json&) { return text("Train in bf16 mixed precision"); },
+     [](X x) -> json { return {{"precision", half(x.config, "mixed")}}; },
+     [](X x, const json&) { return std::string("Train in ") + half_name(x.config) + " mixed precision"; },
      [](X, const json&) { return text("activations and logits drop to 16-bit while weights stay fp32"); }},
     {"bf16-base-mixed", ChangeAxis::precision, false, true,
-     [](X x) { return x.config.precision == Precision::bf16_mixed && adapters(x.config) && adapter_recipe_allowed(x.config); },
-     [](X) -> json { return {{"precision", "bf16-base-mixed"}}; },
-     [](X, const json&) { return text("Load the frozen base in bf16 (bf16-base-mixed)"); },
+     [](X x) { return mixed_16bit(x.config) && adapters(x.config) && adapter_recipe_allowed(x.config); },
+     [](X x) -> json { return {{"precision", half(x.config, "base-mixed")}}; },
+     [](X x, const json&) {
+         return std::string("Load the frozen base in ") + half_name(x.config) + " (" + half(x.config, "base-mixed") + ")";
+     },
      [](X, const json&) { return text("the frozen weights halve; the adapters, their gradients and states stay fp32"); }},
     {"bf16-true", ChangeAxis::precision, false, true,
      [](X x) {
          const Config& c = x.config;
-         return c.precision == Precision::bf16_mixed && c.strategy == Strategy::single && !(adapters(c) && adapter_recipe_allowed(c));
+         return mixed_16bit(c) && c.strategy == Strategy::single && !(adapters(c) && adapter_recipe_allowed(c));
      },
-     [](X) -> json { return {{"precision", "bf16-true"}}; },
-     [](X, const json&) { return text("Keep weights in bf16 (bf16-true)"); },
+     [](X x) -> json { return {{"precision", half(x.config, "true")}}; },
+     [](X x, const json&) { return std::string("Keep weights in ") + half_name(x.config) + " (" + half(x.config, "true") + ")"; },
      [](X, const json&) { return text("weights, gradients and optimizer states halve; watch for precision loss in updates"); }},
     // The batch and the sequence.
     {"lower-micro-batch", ChangeAxis::micro_batch, false, true,

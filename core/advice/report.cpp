@@ -100,7 +100,7 @@ Report make_report(const Config& c, PlanMaker plans) {
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||
                       c.precision == Precision::bf16_base_mixed;
-    if (bf16 && c.device == Device::cuda && c.gpu.id != "custom" && c.gpu.bf16_tflops == 0)
+    if (bf16 && c.device == Device::cuda && !supports_bf16(c.gpu))
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
     if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
         warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");

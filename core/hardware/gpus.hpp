@@ -22,5 +22,8 @@ const std::vector<Gpu>& gpu_catalog();
 const Gpu* find_gpu(const std::string& id);
 // FP8 tensor cores (torch._scaled_mm): compute capability 8.9 or newer (Ada, Hopper, Blackwell), or AMD's MI300.
 bool supports_fp8(const Gpu&);
+// bf16 tensor cores: Ampere and newer, MI200 and newer; Volta (V100) and Turing (T4) compute in fp16. A custom GPU is
+// taken to have them.
+bool supports_bf16(const Gpu&);
 
 }  // namespace vramcalc

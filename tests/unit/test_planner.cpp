@@ -257,6 +257,41 @@ TEST_CASE("planner: 70B full fine-tuning on 8 GPUs and GRPO with 8 generations o
         CHECK(grpo_plans.keeping_training[i - 1].changes.size() <= grpo_plans.keeping_training[i].changes.size());
 }
 
+// NVIDIA's T4 and V100 datasheets: fp16 tensor cores, no bf16 (bf16 arrived with Ampere).
+TEST_CASE("planner: on a GPU without bf16 the plans compute in fp16, and are timed") {
+    const Config t4 = with_plan({{"model", "llama-3.2-1b"}, {"gpu", "t4"}, {"seq_len", 2048}, {"micro_batch", 4}});
+    REQUIRE(t4.precision == Precision::bf16_mixed);
+    CHECK_FALSE(estimate_memory(t4).fits);
+    const Plans plans = make_plans(t4);
+    REQUIRE_FALSE(plans.keeping_training.empty());
+    check_plans(t4, plans);
+    for (const Plan& p : plans.keeping_training) {
+        INFO(config_to_json(p.config).dump());
+        CHECK((p.config.precision == Precision::fp16_mixed || p.config.precision == Precision::fp16_true ||
+               p.config.precision == Precision::fp16_base_mixed || p.config.precision == Precision::fp32_true));
+    }
+    CHECK(plans.keeping_training.front().time.step > 0);
+    // The same changes on an A100 keep bf16.
+    Config a100 = t4;
+    a100.gpu = *find_gpu("a100-40gb");
+    const Terms none;
+    const ChangeContext x{a100, none, 0};
+    for (const ChangeRow& row : change_table())
+        if (row.axis == ChangeAxis::precision && row.applies(x))
+            CHECK(row.patch(x)["precision"].get<std::string>().rfind("bf16-", 0) == 0);
+    // A configuration in fp16 stays in fp16: LoRA's 16-bit base under 16-mixed is 16-base-mixed.
+    const Config fp16_lora = parsed({{"model", "llama-2-13b"}, {"gpu", "rtx-4090"}, {"precision", "16-mixed"},
+                                     {"finetune", {{"method", "lora"}}}});
+    const ChangeContext y{fp16_lora, none, 0};
+    bool base_row = false;
+    for (const ChangeRow& row : change_table())
+        if (row.axis == ChangeAxis::precision && row.applies(y)) {
+            CHECK(row.patch(y)["precision"].get<std::string>().rfind("16-", 0) == 0);
+            base_row = base_row || row.patch(y)["precision"] == "16-base-mixed";
+        }
+    CHECK(base_row);
+}
+
 TEST_CASE("planner: constraints") {
     SECTION("the GPU count may change up to max_gpus, ranked by cost with a price") {
         json j = kLlama13bOnOneA100;
