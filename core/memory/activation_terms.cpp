@@ -287,7 +287,7 @@ namespace {
 // One MLP's activation, gating and down-projection input over `nf` token-width elements
 // (activations.cpp has what each activation function saves).
 double mlp_core_bytes(const Step& c, double nf, double e) {
-    const ActivationCost& act = activation_cost(c.model.activation);
+    const ActivationCost& act = *c.activation;
     // down_proj's input as a te.Linear saves it: its own fp8 copy, 1 B an element (stacks/fp8 A.3, A.9).
     const bool fp8_input = te_fp8(c) && down_proj_input_saved(c);
     double saved = act.saved;
@@ -567,7 +567,7 @@ double attention_backward_transient_bytes(const Step& c) {
 // The activation function's backward temporaries (activations.cpp), calibrated on measured steps.
 double mlp_backward_transient_bytes(const Step& c) {
     const double nf = c.tokens * last_mlp_width(c);
-    return activation_cost(c.model.activation).backward_temps * c.compute_element * nf / double(c.tp);
+    return c.activation->backward_temps * c.compute_element * nf / double(c.tp);
 }
 
 }  // namespace vramcalc

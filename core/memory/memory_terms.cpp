@@ -29,6 +29,7 @@ Step::Step(const Config& config) : Config(config) {
     residual_element = residual_element_bytes(*this);
     tokens = double(micro_batch) * double(seq_len) / double(cp);
     data_parallel = double(vramcalc::data_parallel(*this));
+    activation = &activation_run(model);
 }
 
 // The trainable tensors of the estimated pipeline stage, each split tp ways. Tensors outside the layers

@@ -26,6 +26,7 @@ struct Step : Config {
     double weight_element = 0, trainable_element = 0, gradient_element = 0, compute_element = 0, residual_element = 0;
     double tokens = 0;         // of one micro-batch on one GPU (context parallelism splits every sequence cp ways)
     double data_parallel = 0;  // the data-parallel replicas ZeRO and FSDP shard over
+    const ActivationCost* activation = nullptr;  // the MLP activation the model's code runs (activation_run)
 
     // Derived the first time a term asks (most estimates never need the lists).
     const std::vector<Tensor>& trainable() const;  // the stage's trainable tensors, each split tp ways, module order

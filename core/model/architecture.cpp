@@ -105,6 +105,21 @@ std::uint64_t total_params(const Architecture& a) {
     return embedding_params(a) + layers_params(a) + norm_params(a) + lm_head_params(a);
 }
 
+const ActivationCost& activation_run(const Architecture& a) {
+    switch (a.activation) {
+        case Activation::gelu_new:
+        case Activation::gelu_fast:
+        case Activation::gelu_accurate:
+        case Activation::gelu_python:
+        case Activation::gelu_python_tanh:
+        case Activation::bloom_gelu:
+            if (a.family->fused_gelu) return activation_cost(Activation::gelu_tanh);
+            break;
+        default: break;
+    }
+    return activation_cost(a.activation);
+}
+
 std::vector<Linear> attention_linears(const Architecture& a) {
     const Family& f = (*a.family);
     const std::uint64_t h = a.hidden, q = q_width(a), kv = kv_width(a), v = v_width(a);

@@ -76,6 +76,10 @@ struct Architecture {
     void set_dropout(double p) { residual_dropout = attention_dropout = embedding_dropout = p; }
 };
 
+// The activation the model's code runs: the configuration's, or one torch.nn.functional.gelu kernel for any GELU
+// form where the family's code runs that (Family::fused_gelu).
+const ActivationCost& activation_run(const Architecture&);
+
 inline std::uint64_t head_dim(const Architecture& a) { return a.head_dim ? a.head_dim : a.hidden / a.heads; }
 inline bool gated(const Architecture& a) { return a.mlp != Mlp::gelu; }
 inline bool is_moe(const Architecture& a) { return a.experts > 1; }

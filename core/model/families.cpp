@@ -10,7 +10,7 @@ constexpr NormCompute kCastBack = NormCompute::fp32_cast_back, kFp32Weight = Nor
 // Module names from each family's modeling_<type>.py in transformers 5.18 (internlm2 and exaone: the
 // models' own remote code); fp32_softmax from each eager attention function.
 const std::vector<Family> kFamilies = {
-    // type          qkv                q         k         v         o            gate          up              down             fused  fp32   norm1st every pyln  norm  rep   head
+    // type          qkv                q         k         v         o            gate          up              down             fused  fp32   norm1st every pyln  norm  rep   head  (fused_gelu)
     {"llama",        nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"gpt2",         "c_attn",          nullptr,  nullptr,  nullptr,  "c_proj",    nullptr,      "c_fc",         "c_proj",        false, false, true, false, false, kCastBack, false, "lm_head"},
     {"gpt_neox",     "query_key_value", nullptr,  nullptr,  nullptr,  "dense",     nullptr,      "dense_h_to_4h", "dense_4h_to_h", false, true,  false, false, false, kCastBack, false, "lm_head"},
@@ -29,14 +29,14 @@ const std::vector<Family> kFamilies = {
     {"cohere",       nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, true, kCastBack, false, "lm_head"},
     // The stacks' own model code (torchtune.models, torchtitan.models.llama3, litgpt.model), which a framework
     // profile selects; "-<release>" rows are earlier revisions of it (frameworks.cpp).
-    {"torchtune",    nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output"},
-    {"torchtune-0.1", nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
+    {"torchtune",    nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output", true},
+    {"torchtune-0.1", nullptr,           "q_proj", "k_proj", "v_proj", "output_proj", "w1",       "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output", true},
     {"torchtitan",   nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, false, "output"},
     {"torchtitan-0.1",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output"},
     {"torchtitan-2024",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
-    {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kFp32Weight, true, "head"},
-    {"litgpt-0.3",   "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kCastBack, true, "head"},
-    {"litgpt-2023",  "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kInputDtype, true, "head"},
+    {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kFp32Weight, true, "head", true},
+    {"litgpt-0.3",   "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kCastBack, true, "head", true},
+    {"litgpt-2023",  "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kInputDtype, true, "head", true},
     {"deepseek_v2",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"deepseek_v3",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
 };

@@ -36,6 +36,10 @@ struct Family {
     // Grouped k and v are repeated to every query head before SDPA (torchtune, LitGPT in training).
     bool sdpa_repeats_kv;
     const char* head;     // the output projection's name as a LoRA target
+    // Every GELU form runs as one torch.nn.functional.gelu kernel, saving its input, whatever form the Hugging Face
+    // config names (gelu_new, gelu_fast, ...): the stacks' own MLPs (litgpt/model.py GptNeoxMLP and GemmaMLP,
+    // F.gelu with the model's approximate; torchtune's Gemma, nn.GELU(approximate="tanh")).
+    bool fused_gelu = false;
 };
 
 // A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).

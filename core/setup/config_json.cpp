@@ -310,7 +310,12 @@ void read_strategies(const Key& k, Reader& r, Context& x) {
 void read_model_key(const Key& k, Reader& r, Context& x) {
     Architecture& a = *static_cast<Architecture*>(k.value.at(x.c));
     read_model(r.find(k.name), a, k.name, x.c.notes, x.errors);
-    if (&a == &x.c.model && *x.c.framework->modules) a.family = find_family_row(x.c.framework->modules);  // the stack's own code
+    if (&a != &x.c.model || !*x.c.framework->modules) return;
+    a.family = find_family_row(x.c.framework->modules);  // the stack's own code
+    const ActivationCost& runs = activation_run(a);
+    if (runs.id != a.activation)
+        x.c.notes.push_back(std::string(x.c.framework->name) + " runs the model's " + activation_cost(a.activation).name +
+                            " as one torch.nn.functional.gelu kernel (its own MLP code), which saves only its input");
 }
 
 void read_key(const Key& k, Reader& r, Context& x) {

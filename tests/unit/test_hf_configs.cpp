@@ -3,6 +3,7 @@
 // and to the publisher's figure within its rounding. The catalog's ids resolve to their configs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -201,4 +202,28 @@ TEST_CASE("what each activation function saves equals what PyTorch saved for it"
         ++checked;
     }
     CHECK(checked >= 16);
+}
+
+TEST_CASE("a stack's own MLP runs any GELU form as one F.gelu kernel; transformers runs the config's") {
+    // microsoft/phi-2's config.json says gelu_new. LitGPT's GptNeoxMLP runs F.gelu(x, approximate=...) and
+    // torchtune's Gemma nn.GELU(approximate="tanh"): one fused kernel, saving its input (measured_activations.json's
+    // gelu_pytorch_tanh), where transformers' NewGELUActivation saves its intermediates.
+    const json phi2 = {{"model_type", "phi"}, {"vocab_size", 51200}, {"hidden_size", 2560}, {"intermediate_size", 10240},
+                       {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"partial_rotary_factor", 0.4},
+                       {"hidden_act", "gelu_new"}, {"max_position_embeddings", 2048}};
+    const json measured = read_json(std::string(VRAMCALC_SOURCE_DIR) + "/tests/validation/measured_activations.json");
+    const double fused = measured["activations"]["gelu_pytorch_tanh"]["bf16"]["saved"].get<double>();
+    const double composite = measured["activations"]["gelu_new"]["bf16"]["saved"].get<double>();
+    REQUIRE(composite > fused);
+    for (const char* framework : {"hf", "litgpt", "torchtune"}) {
+        INFO(framework);
+        const ParsedConfig p = parse_config(json{{"framework", framework}, {"model", {{"hf_config", phi2}}}});
+        REQUIRE(p.ok());
+        CHECK(p.config.model.activation == Activation::gelu_new);  // the echo keeps the model's own config
+        const ActivationCost& runs = activation_run(p.config.model);
+        CHECK(runs.saved + (runs.saves_output ? 1 : 0) == (std::string(framework) == "hf" ? composite : fused));
+        const bool noted = std::any_of(p.config.notes.begin(), p.config.notes.end(),
+                                       [](const std::string& n) { return n.find("torch.nn.functional.gelu") != std::string::npos; });
+        CHECK(noted == (std::string(framework) != "hf"));
+    }
 }
