@@ -224,6 +224,10 @@ std::vector<Phase> fused_logprob_phases(const Step& c) {
     Terms base = resident(policy);
     base.weights += reference_weights_bytes(c) + fsdp.reference_kept;
     const Head policy_head = fused_logprob_head(c, policy, false), scoring_head = fused_logprob_head(c, policy, true);
+    // The policy with its adapters off as the reference runs the policy's own forward under null_ref_context
+    // (DPOTrainer: concatenated_forward(self.model, ...)), its head's top-1 mask included (measured, stacks/trl
+    // dpo_lora_noadapter_*: the reference phase's missing bytes are that mask, 1 byte per tile element).
+    const Head& reference_head = c.reference == Reference::base_without_adapters ? policy_head : scoring_head;
     const double a = activations_bytes(policy) + policy_head.saved;  // the policy's graph
     const double x = policy.residual_element;
     const double last_hidden = rows(c) * sequence(c) * double(c.model.hidden) * x;
@@ -247,6 +251,7 @@ std::vector<Phase> fused_logprob_phases(const Step& c) {
     if (scores_old_logps(c)) out.push_back({"old_logps", policy_pass});
     if (groups && scores_reference) {
         Terms reference = scoring;
+        reference.logits = reference_head.forward;
         reference.temporaries += fsdp.reference;
         reference.gradients += scores_old_logps(c) ? 0 : fsdp.gradients_before_generation;
         out.push_back({"reference", reference});
@@ -261,6 +266,7 @@ std::vector<Phase> fused_logprob_phases(const Step& c) {
     if (!groups && scores_reference) {
         Terms reference = scoring;
         reference.activations += a;
+        reference.logits = reference_head.forward;
         reference.temporaries += fsdp.reference;
         if (c.method == TrainingMethod::kto) out.push_back({"reference_kl", reference});
         out.push_back({"reference", reference});
