@@ -73,8 +73,11 @@ Head fused_logprob_head(const Step& c, const Step& policy, bool reference) {
     // DPOTrainer's policy head also returns entropy, mean logits and top-1: its CPU fold keeps a bool mask more.
     const bool top1 = !reference && (c.method == TrainingMethod::dpo || c.method == TrainingMethod::ipo);
     hd.forward = tile + 28 * n + (cast ? chunk * h * 2 : 0) + (cpu ? (top1 ? 13 : 12) * chunk * tile_cols : 0);
+    // The CPU backward's fold: 7 fp32 tile-sized tensors and the target mask; a softcapped model (Gemma 2) keeps
+    // tanh's output for the chain rule's 1 - t*t, one fp32 more (_backward_tile; measured, stacks/trl *_gemma2).
+    const double fold = a.final_softcap > 0 ? 33 : 29;
     hd.backward = tile + 4 * n * h + (trains_all_weights(c) ? 4 * double(a.vocab) * h : 0) +
-                  (cast ? chunk * h * 2 + tile_cols * h * 2 : 0) + (cpu ? 29 * chunk * tile_cols : 0);
+                  (cast ? chunk * h * 2 + tile_cols * h * 2 : 0) + (cpu ? fold * chunk * tile_cols : 0);
     return hd;
 }
 

@@ -1,10 +1,7 @@
 // libFuzzer harness over the text-in, text-out API (core/json/api.hpp).
 //
-// The first byte picks the entry point, so one corpus covers all five:
-//   'S' + request  → sweep_json        'D' + config → deepspeed_json
-//   'A' + request  → adamw_json         'M' + text   → search_models_json (limit 10)
-//   anything else: the whole input → estimate_json
-// (a configuration starts with '{' or whitespace, so plain config files in corpus/ go to estimate_json).
+// The first byte picks the entry point (entry_points.hpp), so one corpus covers all six; a configuration starts with
+// '{' or whitespace, so plain config files in corpus/ go to estimate_json.
 //
 // Beyond "no crash, no sanitizer report, no hang", every call must satisfy invariants that hold for any input:
 //   * the output is valid JSON;
@@ -19,7 +16,8 @@
 //     fits agrees with the sign of headroom_bytes; pipeline_stage is "first"/"last" exactly when pp > 1;
 //   * a sweep has a peak <= total at every non-null point of the grid, and its first valid point equals the
 //     single estimate of that configuration;
-//   * a DeepSpeed config has positive integer batch sizes.
+//   * a DeepSpeed config has positive integer batch sizes;
+//   * every plan fits, and its configuration, estimated again on its own, gives its memory and fits.
 // A broken invariant prints what broke and aborts, which libFuzzer reports as a crash.
 #include <algorithm>
 #include <cmath>
@@ -30,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "entry_points.hpp"
 #include "json/api.hpp"
 
 namespace {
@@ -73,6 +72,23 @@ double sum_terms(const std::string& input, const vramcalc::ApiResult& r, const j
         s += as_double(it.value());
     }
     return s;
+}
+
+void check_estimate(const std::string& input, const vramcalc::ApiResult& r, const json& out, bool round_trip);
+
+// Every plan of either group fits, and its configuration estimated on its own gives the same memory.
+void check_plans(const std::string& input, const vramcalc::ApiResult& r, const json& out) {
+    check_estimate(input, r, out, false);
+    for (const char* group : {"plans", "plans_changing_training"}) {
+        CHECK_OR_FAIL(out.contains(group) && out[group].is_array(), "a plan group is missing");
+        for (const json& p : out[group]) {
+            CHECK_OR_FAIL(p.value("fits", false), "a plan does not fit");
+            const vramcalc::ApiResult again = vramcalc::estimate_json(p["config"].dump(), false);
+            const json a = json::parse(again.json, nullptr, false);
+            CHECK_OR_FAIL(again.ok && a.value("fits", false), "a plan's configuration does not fit on its own");
+            CHECK_OR_FAIL(a["total_bytes"] == p["total_bytes"], "a plan's memory differs from its configuration's");
+        }
+    }
 }
 
 void check_estimate(const std::string& input, const vramcalc::ApiResult& r, const json& out, bool round_trip) {
@@ -204,16 +220,9 @@ void check_sweep(const std::string& input, const vramcalc::ApiResult& r, const j
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string all(reinterpret_cast<const char*>(data), size);
-    const char mode = size > 0 ? all[0] : '{';
-    const std::string input = (mode == 'S' || mode == 'D' || mode == 'A' || mode == 'M') ? all.substr(1) : all;
-    vramcalc::ApiResult r;
-    switch (mode) {
-        case 'S': r = vramcalc::sweep_json(input); break;
-        case 'D': r = vramcalc::deepspeed_json(input); break;
-        case 'A': r = vramcalc::adamw_json(input); break;
-        case 'M': r = vramcalc::search_models_json(input, 10); break;
-        default: r = vramcalc::estimate_json(input); break;
-    }
+    const char mode = vramcalc::fuzz::entry_mode(all);
+    const std::string input = vramcalc::fuzz::entry_input(all);
+    const vramcalc::ApiResult r = vramcalc::fuzz::call_entry(all);
     const json out = json::parse(r.json, nullptr, false);
     CHECK_OR_FAIL(!out.is_discarded(), "the output is not valid JSON");
     if (!r.ok) {
@@ -230,6 +239,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         case 'A': CHECK_OR_FAIL(out.is_object() && out.contains("steps") && out.contains("param"), "adamw shape"); break;
         case 'M': CHECK_OR_FAIL(out["results"].is_array() && out["results"].size() <= 10, "search results shape"); break;
+        case 'P': check_plans(input, r, out); break;
         default: check_estimate(input, r, out, true); break;
     }
     return 0;

@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "../fuzz/entry_points.hpp"
 #include "json/api.hpp"
 #include "setup/config_json.hpp"
 
@@ -29,18 +30,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 // The first byte of a fuzzing input picks the entry point (see tests/fuzz/fuzz_config.cpp).
-vramcalc::ApiResult call_by_mode(const std::string& data) {
-    const char mode = data.empty() ? '{' : data[0];
-    const std::string rest = data.empty() ? data : data.substr(1);
-    switch (mode) {
-        case 'S': return vramcalc::sweep_json(rest);
-        case 'D': return vramcalc::deepspeed_json(rest);
-        case 'A': return vramcalc::adamw_json(rest);
-        case 'M': return vramcalc::search_models_json(rest, 10);
-        default: return vramcalc::estimate_json(data);
-    }
-}
-
 // The invariants every answer keeps (those of the fuzz harness, in short).
 void check_answer(const vramcalc::ApiResult& r, char mode) {
     const json out = json::parse(r.json, nullptr, false);
@@ -162,9 +151,9 @@ TEST_CASE("fuzz corpus and regressions replay through the API", "[bad_input][fuz
         for (const fs::path& p : files) {
             SECTION(std::string(folder) + "/" + p.filename().string()) {
                 const std::string data = read_file(p);
-                const vramcalc::ApiResult r = call_by_mode(data);
+                const vramcalc::ApiResult r = vramcalc::fuzz::call_entry(data);
                 INFO(p.string() << "\noutput: " << r.json.substr(0, 600));
-                check_answer(r, data.empty() ? '{' : data[0]);
+                check_answer(r, vramcalc::fuzz::entry_mode(data));
                 // Seeds named bad_* are invalid on purpose; every other seed is a valid request.
                 if (std::string(folder) == "corpus") CHECK(r.ok == (p.filename().string().rfind("bad_", 0) != 0));
             }

@@ -124,10 +124,14 @@ CASES = []
 
 
 def _dpo(name, finetune, precision, reference, pairs=2, prompt=64, completion=192, gc="none", vocab=None, steps=3,
-         loss="sigmoid"):
-    CASES.append(OrderedDict(name=name, method="dpo", finetune=finetune, precision=precision, reference=reference,
-                             pairs=pairs, prompt_len=prompt, completion_len=completion, gc=gc, vocab=vocab,
-                             steps=steps, loss=loss))
+         loss="sigmoid", family=None, softcap=None):
+    """family "gemma2": GEMMA2_HF (Llama's shapes) with final_logit_softcapping = softcap (None: off)."""
+    c = OrderedDict(name=name, method="dpo", finetune=finetune, precision=precision, reference=reference,
+                    pairs=pairs, prompt_len=prompt, completion_len=completion, gc=gc, vocab=vocab,
+                    steps=steps, loss=loss)
+    if family:
+        c["family"], c["softcap"] = family, softcap
+    CASES.append(c)
 
 
 def _pref(name, method, finetune, precision, pairs=2, prompt=64, completion=192, gc="none", steps=3, cpo_alpha=0.0):
@@ -214,14 +218,32 @@ _rloo("rloo_full_g4_fp32", "full", "32-true", 4)
 _rloo("rloo_full_g4_bf16mixed", "full", "bf16-mixed", 4)
 _rloo("rloo_lora_g4_fp32", "lora", "32-true", 4)
 _rloo("rloo_full_g4_beta0_fp32", "full", "32-true", 4, beta=0.0)
+# Gemma-2 twins of dpo_lora_noadapter_fp32 (same shapes, GEMMA2_HF): the fused head with final_logit_softcapping 30
+# (tanh in the CPU tile fold) and without it (the same backbone: the difference is the softcap alone)
+_dpo("dpo_lora_noadapter_fp32_gemma2", "lora", "32-true", "base-without-adapters", family="gemma2", softcap=30.0)
+_dpo("dpo_lora_noadapter_fp32_gemma2_nocap", "lora", "32-true", "base-without-adapters", family="gemma2",
+     softcap=None)
 
 # the distillation teacher: a bigger tiny Llama with the same vocabulary and tokenizer
 TEACHER_HF = OrderedDict(HF, num_hidden_layers=6, hidden_size=384, intermediate_size=1152, num_attention_heads=6,
                          num_key_value_heads=2, head_dim=64)
 
 
+# Gemma-2 with the Llama shapes above (untied, no dropout); sandwich norms, GELU-tanh, sqrt(H) embedding scale,
+# alternating sliding (window 4096 > every sequence here) / full layers; attention softcapping off (SDPA ignores it
+# anyway); final_logit_softcapping per case
+GEMMA2_HF = OrderedDict(model_type="gemma2", num_hidden_layers=4, hidden_size=256, intermediate_size=768,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=64, vocab_size=2000,
+                        max_position_embeddings=2048, hidden_activation="gelu_pytorch_tanh",
+                        tie_word_embeddings=False, attention_dropout=0.0, attention_bias=False,
+                        query_pre_attn_scalar=64, sliding_window=4096, attn_logit_softcapping=None,
+                        final_logit_softcapping=None, pad_token_id=0, eos_token_id=1, bos_token_id=None)
+
+
 def model_hf(case):
-    hf = OrderedDict(HF)
+    hf = OrderedDict(GEMMA2_HF if case.get("family") == "gemma2" else HF)
+    if case.get("family") == "gemma2":
+        hf["final_logit_softcapping"] = case.get("softcap")
     if case.get("vocab"):
         hf["vocab_size"] = case["vocab"]
     return hf
@@ -312,7 +334,10 @@ def save_tiny(path, hf):
 
 
 def model_dir(base, case):
-    return base + ("_v%d" % case["vocab"] if case.get("vocab") else "")
+    d = base + ("_v%d" % case["vocab"] if case.get("vocab") else "")
+    if case.get("family"):
+        d += "_%s_cap%s" % (case["family"], case["softcap"])
+    return d
 
 
 def words(rng, n, V):
@@ -793,6 +818,8 @@ def print_trace(case, in_step, peak_i, step_start, s, persistent_ptrs, m, phase_
             case["steps_per_generation"] or 1)
     if case.get("vocab"):
         desc += " vocab=%d" % case["vocab"]
+    if case.get("family"):
+        desc += " family=%s final_logit_softcapping=%s" % (case["family"], case["softcap"])
     P("=== %s  (%s)  peak=%d = step_start %d + %d  [%s: %s]" % (
         case["name"], desc, m["peak_allocated_bytes"], step_start, m["peak_allocated_bytes"] - step_start,
         m["peak_phase"], m["peak_op"]))
