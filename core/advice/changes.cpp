@@ -47,6 +47,23 @@ std::uint64_t fitting_micro_batch(X x) {
     return 1;
 }
 
+// Fully sharded over more GPUs, for when the model states alone are the problem: the patch for g GPUs (ZeRO-3 or
+// FSDP FULL_SHARD where the strategy does not shard everything yet), and the fewest (a power of two, at least twice
+// the GPUs now, at most 1024) with which the run fits; 0 when none does.
+json more_gpus_patch(const Config& c, std::uint64_t g) {
+    if (c.strategy == Strategy::single || c.strategy == Strategy::ddp) return {{"gpus", g}, {"strategy", "fsdp"}, {"zero", 3}};
+    if (c.strategy == Strategy::deepspeed && c.zero < 3) return {{"gpus", g}, {"zero", 3}};
+    return {{"gpus", g}};
+}
+std::uint64_t fitting_gpus(const Config& c) {
+    for (std::uint64_t g = std::max<std::uint64_t>(2, c.gpus * 2); g <= 1024; g *= 2) {
+        Config changed;
+        if (!apply_patch(c, more_gpus_patch(c, g), changed)) return 0;
+        if (estimate_memory(changed).fits) return g;
+    }
+    return 0;
+}
+
 // LoRA or QLoRA on the attention projections at the configuration's own rank (PEFT's LoraConfig r=8 unless set, so
 // the text is the form's value); with adapters the usual recipe loads the frozen base in 16-bit (PEFT + autocast).
 json adapter_patch(const Config& c, const char* method) {
@@ -302,6 +319,11 @@ const std::vector<ChangeRow> kChanges = {
      [](X, const json&) { return text("FSDP CPU offload"); },
      [](X, const json&) { return text("parameters, gradients and the optimizer step move to the CPU"); }},
     // The optimizer.
+    {"shard-over-more-gpus", ChangeAxis::layout, false, true,
+     [](X x) { return !megatron(x.config) && fitting_gpus(x.config) > 0; },
+     [](X x) { return more_gpus_patch(x.config, fitting_gpus(x.config)); },
+     [](X, const json& patch) { return "Shard over " + std::to_string(patch["gpus"].get<std::uint64_t>()) + " GPUs"; },
+     [](X, const json& patch) { return "model states split " + std::to_string(patch["gpus"].get<std::uint64_t>()) + " ways"; }},
     {"adamw-8bit", ChangeAxis::optimizer, false, true,
      [](X x) { return x.config.optimizer == Optimizer::adamw && x.config.offload == Offload::none && !megatron(x.config); },
      [](X) -> json { return {{"optimizer", "adamw-8bit"}}; },

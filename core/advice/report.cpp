@@ -62,26 +62,6 @@ Report make_report(const Config& c, PlanMaker plans) {
                                      row.why(x, patch) + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
                                      t.lower_bound, changed.gpus});
         }
-        // More GPUs, fully sharded, when the model states alone are the problem.
-        if (c.strategy != Strategy::megatron) {
-            for (std::uint64_t g = std::max<std::uint64_t>(2, c.gpus * 2); g <= 1024; g *= 2) {
-                Config changed;
-                nlohmann::json patch = {{"gpus", g}};
-                if (c.strategy == Strategy::single || c.strategy == Strategy::ddp)
-                    patch = {{"gpus", g}, {"strategy", "fsdp"}, {"zero", 3}};
-                else if (c.strategy == Strategy::deepspeed && c.zero < 3)
-                    patch = {{"gpus", g}, {"zero", 3}};
-                if (!apply_patch(c, patch, changed)) break;
-                const MemoryEstimate m = estimate_memory(changed);
-                if (m.fits) {
-                    const StepTime t = estimate_step_time(changed);
-                    r.suggestions.push_back({"Shard over " + std::to_string(g) + " GPUs", patch, m.total, true,
-                                             "model states split " + std::to_string(g) + " ways", t.step,
-                                             t.lower_bound, changed.gpus});
-                    break;
-                }
-            }
-        }
     }
 
     // Those that fit first; among them the fastest step (unknown times last), then the fewest GPUs.
