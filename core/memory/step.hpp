@@ -1,6 +1,6 @@
 // The step as the memory and time terms read it: the configuration, and what they all derive from it, computed once
-// per estimate — the layer's projections, the stage's trainable tensors and its parameter counts — instead of once
-// per term (llm.c's one table of buffers, read by every kernel).
+// per estimate (step.cpp) — the stage's parameter counts, the element sizes, the tokens, the layer's projections, the
+// stage's trainable tensors — instead of once per term (llm.c's one table of buffers, read by every kernel).
 #pragma once
 #include <memory>
 #include <optional>
