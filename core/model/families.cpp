@@ -12,6 +12,10 @@ constexpr NormCompute kCastBack = NormCompute::fp32_cast_back, kFp32Weight = Nor
 const std::vector<Family> kFamilies = {
     // type          qkv                q         k         v         o            gate          up              down             fused  fp32   norm1st every pyln  norm  rep   head  (fused_gelu)
     {"llama",        nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
+    // Llama's modules with an RMSNorm that multiplies its weight in fp32 and casts after: Gemma 1-3 (x·rsqrt·(1 + w)
+    // in fp32, modeling_gemma*.py), OLMo 2 and 3, gpt-oss ((weight * x).to(input_dtype)): its fp32 normalised input
+    // is saved, also on 16-bit inputs (q/k norms, sandwich norms; measured: *_bf16mixed_flash).
+    {"llama-fp32-norm", nullptr,         "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kFp32Weight, false, "lm_head"},
     {"gpt2",         "c_attn",          nullptr,  nullptr,  nullptr,  "c_proj",    nullptr,      "c_fc",         "c_proj",        false, false, true, false, false, kCastBack, false, "lm_head"},
     {"gpt_neox",     "query_key_value", nullptr,  nullptr,  nullptr,  "dense",     nullptr,      "dense_h_to_4h", "dense_4h_to_h", false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"phi",          nullptr,           "q_proj", "k_proj", "v_proj", "dense",     nullptr,      "fc1",          "fc2",           false, true,  false, false, false, kCastBack, false, "lm_head"},

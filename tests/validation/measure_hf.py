@@ -248,6 +248,10 @@ _case("qwen3_lora_fp32_eager", FAMILIES["qwen3"],
 for _fam in ("llama", "qwen3", "gemma2", "deepseek_v3", "qwen3_moe", "mixtral"):
     _case("%s_bf16mixed_flash" % _fam, FAMILIES[_fam], precision="bf16-mixed", attention="flash",
           seq_len=SEQ.get(_fam, 256))
+# bf16-mixed + SDPA for families first measured only in fp32 (same shapes as their fp32 cases)
+for _fam in ("gemma3_text", "olmo2", "phi3", "mistral", "starcoder2", "gpt2", "cohere", "granite"):
+    _case("%s_bf16mixed_flash" % _fam, FAMILIES[_fam], precision="bf16-mixed", attention="flash",
+          seq_len=SEQ.get(_fam, 256))
 _case("llama_bf16mixed_eager", FAMILIES["llama"], precision="bf16-mixed")
 # sequence / batch sweeps (s^2 vs s terms)
 _case("llama_fp32_eager_s128", FAMILIES["llama"], seq_len=128)
