@@ -272,6 +272,9 @@ double attention_activation_bytes(const Step& c) {
         // LitGPT splits its fused qkv output into views: without grouped heads to expand, v stays a view and
         // keeps the whole output (q and k too) alive.
         if (a.family->qkv && a.family->sdpa_repeats_kv && a.kv_heads == a.heads) bytes += e * n * (q + kv);
+        // transformers' phi3 slices v out of its fused output: a view SDPA keeps, in every layer whose k and v are
+        // not repeated (measured: phi3_bf16mixed_flash).
+        if (a.family->v_views_qkv) bytes += e * n * (q + kv) * (a.kv_heads < a.heads ? 1 - repeated : 1);
     } else {
         // Eager: repeat_kv materialises k and v at the full head count when kv_heads < heads.
         const double kv_saved = a.kv_heads < a.heads ? q : kv;

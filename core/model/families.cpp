@@ -19,7 +19,7 @@ const std::vector<Family> kFamilies = {
     {"gpt2",         "c_attn",          nullptr,  nullptr,  nullptr,  "c_proj",    nullptr,      "c_fc",         "c_proj",        false, false, true, false, false, kCastBack, false, "lm_head"},
     {"gpt_neox",     "query_key_value", nullptr,  nullptr,  nullptr,  "dense",     nullptr,      "dense_h_to_4h", "dense_4h_to_h", false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"phi",          nullptr,           "q_proj", "k_proj", "v_proj", "dense",     nullptr,      "fc1",          "fc2",           false, true,  false, false, false, kCastBack, false, "lm_head"},
-    {"phi3",         "qkv_proj",        nullptr,  nullptr,  nullptr,  "o_proj",    nullptr,      "gate_up_proj", "down_proj",     true,  true,  false, false, false, kCastBack, false, "lm_head"},
+    {"phi3",         "qkv_proj",        nullptr,  nullptr,  nullptr,  "o_proj",    nullptr,      "gate_up_proj", "down_proj",     true,  true,  false, false, false, kCastBack, false, "lm_head", false, true},
     {"starcoder2",   nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    nullptr,      "c_fc",         "c_proj",        false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"gptj",         nullptr,           "q_proj", "k_proj", "v_proj", "out_proj",  nullptr,      "fc_in",        "fc_out",        false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"falcon",       "query_key_value", nullptr,  nullptr,  nullptr,  "dense",     nullptr,      "dense_h_to_4h", "dense_4h_to_h", false, true,  false, false, false, kCastBack, false, "lm_head"},

@@ -40,6 +40,9 @@ struct Family {
     // config names (gelu_new, gelu_fast, ...): the stacks' own MLPs (litgpt/model.py GptNeoxMLP and GemmaMLP,
     // F.gelu with the model's approximate; torchtune's Gemma, nn.GELU(approximate="tanh")).
     bool fused_gelu = false;
+    // v is a slice view of the fused qkv output (phi3's qkv[..., q + k:]), handed to SDPA as it is when k and v are
+    // not repeated: it keeps the whole output alive beside the rotated q and k SDPA saves.
+    bool v_views_qkv = false;
 };
 
 // A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).
