@@ -452,9 +452,11 @@ double activations_bytes(const Step& c) {
         const double checkpointed = double(layers_on_stage(c) / c.checkpoint_every);
         bytes = checkpointed * layer_activation_bytes(c) + (double(layers_on_stage(c)) - checkpointed) * layer_activation_bytes(plain);
     }
-    // SDPA saves the boolean sliding-window mask (one tensor, shared by those layers).
+    // A boolean sliding-window mask reaches SDPA, which turns it into an additive mask in the query's dtype on every
+    // call (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask): each sliding layer saves its
+    // own (b, 1, s, s) (measured: mistral, gemma3_text _bf16mixed_flash).
     if (c.attention == Attention::flash && sliding_share(c) > 0 && !megatron_model(c))
-        bytes += c.tokens * double(c.seq_len);
+        bytes += double(layers_on_stage(c)) * sliding_share(c) * c.compute_element * c.tokens * double(c.seq_len);
     if (holds_embedding(c)) {
         if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
         if (a.embedding_norm) bytes += single_norm_bytes(c);
