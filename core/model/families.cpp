@@ -38,9 +38,9 @@ const std::vector<Family> kFamilies = {
     {"torchtitan",   nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, false, "output"},
     {"torchtitan-0.1",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kFp32Weight, true, "output"},
     {"torchtitan-2024",nullptr,           "wq",     "wk",     "wv",     "wo",        "w1",         "w3",           "w2",            false, true,  false, false, false, kCastBack, true, "output"},
-    {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kFp32Weight, true, "head", true},
-    {"litgpt-0.3",   "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kCastBack, true, "head", true},
-    {"litgpt-2023",  "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kInputDtype, true, "head", true},
+    {"litgpt",       "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kFp32Weight, true, "head", true, false, true},
+    {"litgpt-0.3",   "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kCastBack, true, "head", true, false, true},
+    {"litgpt-2023",  "qkv",             "query",  "key",    "value",  "projection", "mlp",       "mlp",          "mlp",           false, true,  false, false, false, kInputDtype, true, "head", true, false, true},
     {"deepseek_v2",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
     {"deepseek_v3",  nullptr,           "q_proj", "k_proj", "v_proj", "o_proj",    "gate_proj",  "up_proj",      "down_proj",     false, true,  false, false, false, kCastBack, false, "lm_head"},
 };

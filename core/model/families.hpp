@@ -43,6 +43,9 @@ struct Family {
     // v is a slice view of the fused qkv output (phi3's qkv[..., q + k:]), handed to SDPA as it is when k and v are
     // not repeated: it keeps the whole output alive beside the rotated q and k SDPA saves.
     bool v_views_qkv = false;
+    // The model's code holds the output projection as its own weight whatever the checkpoint ties (LitGPT's GPT has
+    // its own lm_head; convert_hf_checkpoint copies a tied embedding into it).
+    bool own_head = false;
 };
 
 // A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).

@@ -316,6 +316,11 @@ void read_model_key(const Key& k, Reader& r, Context& x) {
     if (runs.id != a.activation)
         x.c.notes.push_back(std::string(x.c.framework->name) + " runs the model's " + activation_cost(a.activation).name +
                             " as one torch.nn.functional.gelu kernel (its own MLP code), which saves only its input");
+    if (a.family->own_head && a.tied_embeddings) {
+        a.tied_embeddings = false;
+        x.c.notes.push_back(std::string(x.c.framework->name) + " keeps lm_head as its own weight: the checkpoint's tied "
+                            "embedding is copied into it, so it has its own gradient and optimizer states");
+    }
 }
 
 void read_key(const Key& k, Reader& r, Context& x) {

@@ -227,3 +227,18 @@ TEST_CASE("a stack's own MLP runs any GELU form as one F.gelu kernel; transforme
         CHECK(noted == (std::string(framework) != "hf"));
     }
 }
+
+TEST_CASE("LitGPT holds its own lm_head whatever the checkpoint ties; transformers and torchtune keep it tied") {
+    // Llama-3.2-1B's config.json ties the embeddings; LitGPT's GPT has its own lm_head (convert_hf_checkpoint copies
+    // wte into it), torchtune's TiedLinear and transformers' tie_weights share one.
+    const json tied = {{"model_type", "llama"}, {"vocab_size", 1000}, {"hidden_size", 64}, {"intermediate_size", 128},
+                       {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"tie_word_embeddings", true}};
+    for (const char* framework : {"hf", "torchtune", "litgpt"}) {
+        INFO(framework);
+        const ParsedConfig p = parse_config(json{{"framework", framework}, {"model", {{"hf_config", tied}}}});
+        REQUIRE(p.ok());
+        const bool own = std::string(framework) == "litgpt";
+        CHECK(p.config.model.tied_embeddings == !own);
+        CHECK(lm_head_params(p.config.model) == (own ? 1000u * 64u : 0u));
+    }
+}
