@@ -265,10 +265,12 @@ double attention_activation_bytes(const Step& c) {
         // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2). transformers passes GQA
         // to SDPA only without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a
         // sliding-window layer has a mask, so its k and v are repeated to every head first.
-        const double repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv ? 1 : sliding_share(c);
+        const bool all_repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv || a.family->sdpa_mask_always;
+        const double repeated = all_repeated ? 1 : sliding_share(c);
         bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q + 4 * n * double(a.heads);
-        // The output projection saves that output (a view), a te.Linear its own fp8 copy beside it (stacks/fp8 A.6).
-        if (te_fp8(c)) bytes += out_proj_input;
+        // The output projection saves that output (a view), a te.Linear its own fp8 copy beside it (stacks/fp8 A.6),
+        // and after a torch.cat rotary its own contiguous copy (measured: gpt_neox, phi3 _bf16mixed_flash).
+        if (te_fp8(c) || (a.family->rotary_cat && a.position == Position::rope)) bytes += out_proj_input;
         // LitGPT splits its fused qkv output into views: without grouped heads to expand, v stays a view and
         // keeps the whole output (q and k too) alive.
         if (a.family->qkv && a.family->sdpa_repeats_kv && a.kv_heads == a.heads) bytes += e * n * (q + kv);
@@ -452,11 +454,12 @@ double activations_bytes(const Step& c) {
         const double checkpointed = double(layers_on_stage(c) / c.checkpoint_every);
         bytes = checkpointed * layer_activation_bytes(c) + (double(layers_on_stage(c)) - checkpointed) * layer_activation_bytes(plain);
     }
-    // A boolean sliding-window mask reaches SDPA, which turns it into an additive mask in the query's dtype on every
-    // call (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask): each sliding layer saves its
-    // own (b, 1, s, s) (measured: mistral, gemma3_text _bf16mixed_flash).
-    if (c.attention == Attention::flash && sliding_share(c) > 0 && !megatron_model(c))
-        bytes += double(layers_on_stage(c)) * sliding_share(c) * c.compute_element * c.tokens * double(c.seq_len);
+    // A boolean mask (a sliding window's; falcon's always) reaches SDPA, which turns it into an additive mask in the
+    // query's dtype on every call (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask): each
+    // masked layer saves its own (b, 1, s, s) (measured: mistral, gemma3_text, falcon _bf16mixed_flash).
+    const double masked = a.family->sdpa_mask_always ? 1 : sliding_share(c);
+    if (c.attention == Attention::flash && masked > 0 && !megatron_model(c))
+        bytes += double(layers_on_stage(c)) * masked * c.compute_element * c.tokens * double(c.seq_len);
     if (holds_embedding(c)) {
         if (a.embedding_dropout > 0) bytes += nh * dropout_mask_element_bytes(c);
         if (a.embedding_norm) bytes += single_norm_bytes(c);

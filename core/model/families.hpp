@@ -46,6 +46,13 @@ struct Family {
     // The model's code holds the output projection as its own weight whatever the checkpoint ties (LitGPT's GPT has
     // its own lm_head; convert_hf_checkpoint copies a tied embedding into it).
     bool own_head = false;
+    // The rotary embedding joins its rotated and passed parts with torch.cat (partial rotary: modeling_gpt_neox.py,
+    // modeling_phi*.py): q leaves it contiguous heads-first, SDPA's output takes q's layout, and the transpose back
+    // for the output projection copies it, so the projection saves its own copy of its input.
+    bool rotary_cat = false;
+    // The model always hands SDPA a mask (modeling_falcon.py: create_causal_mask(allow_is_causal_skip=False)), so k
+    // and v reach it repeated to every head and every layer saves the mask SDPA makes of it.
+    bool sdpa_mask_always = false;
 };
 
 // A row by its model_type: nullptr when there is none (families sharing Llama's code use its row).

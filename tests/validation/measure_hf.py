@@ -249,7 +249,8 @@ for _fam in ("llama", "qwen3", "gemma2", "deepseek_v3", "qwen3_moe", "mixtral"):
     _case("%s_bf16mixed_flash" % _fam, FAMILIES[_fam], precision="bf16-mixed", attention="flash",
           seq_len=SEQ.get(_fam, 256))
 # bf16-mixed + SDPA for families first measured only in fp32 (same shapes as their fp32 cases)
-for _fam in ("gemma3_text", "olmo2", "phi3", "mistral", "starcoder2", "gpt2", "cohere", "granite"):
+for _fam in ("gemma3_text", "olmo2", "phi3", "mistral", "starcoder2", "gpt2", "cohere", "granite", "gpt_neox",
+             "falcon"):
     _case("%s_bf16mixed_flash" % _fam, FAMILIES[_fam], precision="bf16-mixed", attention="flash",
           seq_len=SEQ.get(_fam, 256))
 _case("llama_bf16mixed_eager", FAMILIES["llama"], precision="bf16-mixed")
