@@ -19,14 +19,9 @@ namespace {
 bool adapters(const Config& c) { return c.finetune.method != FinetuneMethod::full; }
 // The 16-bit type a precision row moves to: fp16 where the configuration runs fp16 or the GPU has no bf16 (V100, T4),
 // else bf16.
-bool runs_bf16(const Config& c) {
-    const Precision p = c.precision;
-    const bool fp16 = p == Precision::fp16_mixed || p == Precision::fp16_true || p == Precision::fp16_base_mixed;
-    return !fp16 && (c.device != Device::cuda || supports_bf16(c.gpu));
-}
+bool runs_bf16(const Config& c) { return !fp16(c.precision) && (c.device != Device::cuda || supports_bf16(c.gpu)); }
 std::string half(const Config& c, const char* mode) { return std::string(runs_bf16(c) ? "bf16-" : "16-") + mode; }
 const char* half_name(const Config& c) { return runs_bf16(c) ? "bf16" : "fp16"; }
-bool bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true || p == Precision::bf16_base_mixed; }
 bool mixed_16bit(const Config& c) { return c.precision == Precision::bf16_mixed || c.precision == Precision::fp16_mixed; }
 bool megatron(const Config& c) { return c.strategy == Strategy::megatron; }
 std::uint64_t ppo_rollout_rows(const Config& c) {

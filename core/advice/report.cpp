@@ -78,9 +78,7 @@ Report make_report(const Config& c, PlanMaker plans) {
     if (c.plan.on && plans) r.plans = plans(c, 5);
 
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
-    const bool bf16 = c.precision == Precision::bf16_mixed || c.precision == Precision::bf16_true ||
-                      c.precision == Precision::bf16_base_mixed;
-    if (bf16 && c.device == Device::cuda && !supports_bf16(c.gpu))
+    if (bf16(c.precision) && c.device == Device::cuda && !supports_bf16(c.gpu))
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
     if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
         warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");

@@ -15,6 +15,9 @@ namespace vramcalc {
 // *_base_mixed: the PEFT adapter recipe — the frozen base loaded in 16-bit, the adapters (and their gradients and
 // states) in fp32, compute under torch.autocast (Trainer bf16=True over from_pretrained(dtype=bfloat16)).
 enum class Precision { fp32_true, bf16_mixed, fp16_mixed, bf16_true, fp16_true, bf16_base_mixed, fp16_base_mixed };
+// The 16-bit type a precision computes in.
+inline bool bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true || p == Precision::bf16_base_mixed; }
+inline bool fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true || p == Precision::fp16_base_mixed; }
 enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum, paged_adamw, paged_adamw_8bit };
 // bitsandbytes' paged optimizers keep their states in CUDA unified memory (cudaMallocManaged): on the GPU while
 // resident, but outside PyTorch's caching allocator.

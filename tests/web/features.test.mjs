@@ -396,3 +396,18 @@ test('theme and view links: validated like embed; bad values reported, the page 
   await clean(page, log);
   await context.close();
 });
+
+// dom.js writes numbers as toLocaleString('en') does without loading the locale data: checked against Intl itself.
+test('grouped numbers equal toLocaleString("en")', async () => {
+  const { grouped } = await import(join(ROOT, 'web/dom.js'));
+  const values = [0, 5, 999, 1000, 1234567, 12.345, 0.005, 1234.5, 12.5, 1e-4, 0.01, 0.125, 5.05, 999.995, 123456.7, 2.5e9];
+  let seed = 7;
+  for (let i = 0; i < 2000; i++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    values.push((seed / 2 ** 31) * 10 ** ((seed % 13) - 4));
+  }
+  for (const x of values)
+    for (const [most, least] of [[0, 0], [1, 0], [2, 0], [2, 2], [3, 0]])
+      assert.equal(grouped(x, most, least), x.toLocaleString('en', { maximumFractionDigits: most, minimumFractionDigits: least }),
+        `${x} with ${least}-${most} decimals`);
+});
