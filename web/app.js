@@ -707,9 +707,10 @@ function init() {
   $('sizing-go').addEventListener('click', () => sizeRun(toConfig(state), applyPlan));
   $('undo').addEventListener('click', () => history.back());
   $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
-  // The one-line answer shows once the answer has scrolled away above.
+  // The one-line answer shows once the answer's figures (verdict, total, headroom, largest micro-batch) have
+  // scrolled away above: on a phone the rest of the answer card (the bar, its legend) can fill the screen without them.
   new IntersectionObserver(([e]) => document.documentElement.classList.toggle('answer-away',
-    !e.isIntersecting && e.boundingClientRect.top < 0)).observe($('answer'));
+    !e.isIntersecting && e.boundingClientRect.top < 0)).observe(document.querySelector('#results .figures'));
   initHistory(restore);
   update(true);
   setTimeout(() => initAdamw(mod), 0);
