@@ -1,8 +1,6 @@
 // vramcalc page: the form, the update loop, share links, history and the pinned comparison. All arithmetic is the
 // core's (WebAssembly).
 import { $, h, clear, gib, count } from './dom.js';
-import { drawChart, microBatchAxis, sequenceAxis } from './charts.js';
-import { initAdamw } from './adamw.js';
 import {
   CHOICES, ARCH_KEYS, DEFAULTS, ROWS, LINK_OF, PARAM_ORDER, ZERO, MAX_GPUS, FOLLOWERS, defaultOf, describeState, applies, holds,
   isUnset, initialState, toConfig, toQuery,
@@ -11,17 +9,15 @@ import {
 import { LABELS, UNSET_LABELS, zeroLabel, buildFields, FIELDS, FIELD, FORM_GROUPS, fid, eid, nid } from './fields.js';
 import { renderAnswer, renderSuggestions, summaryLine } from './answer.js';
 import { renderCompare, differences } from './compare.js';
-import { renderEvidence } from './evidence.js';
-import { renderExports, initExports } from './exports.js';
 import { initHistory, record, madeBy } from './history.js';
 import { initFrame } from './frame.js';
 import { embedCodes, copy } from './share.js';
 import { loadCalculator } from './load.js';
 import { showFieldErrors, showLinkProblems } from './errors.js';
-import { showMakeFit, searchPlans, sizeRun } from './plans.js';
 import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;
+let details = null;  // details.js, loaded after the first estimate
 let presets;
 let catalog = [];
 let state = initialState();
@@ -453,6 +449,7 @@ function pickPoint(key, v) {
 
 function renderCharts(config, r) {
   // One row and one column of the grid, each around where the total crosses the capacity.
+  const { drawChart, microBatchAxis, sequenceAxis } = details;
   const mbs = microBatchAxis(r.max_micro_batch, state.micro_batch);
   const seqs = sequenceAxis((t) => mod.sweep(t), config, state.seq_len);
   const byMb = JSON.parse(mod.sweep(JSON.stringify({ config, micro_batch: mbs })));
@@ -608,14 +605,18 @@ function update(sync) {
     lastResult = r;
     renderAnswer(r, summaryLine(state, r.gpu.name, presets));
     showStackChoices(r.config);
-    const rest = () => {
-      renderEvidence(JSON.parse(mod.evidence(text)).evidence);
-      renderSuggestions(r, applySuggestion);
-      showMakeFit(r, JSON.stringify(config));
+    const below = () => {
+      details.renderEvidence(JSON.parse(mod.evidence(text)).evidence);
+      details.showMakeFit(r, JSON.stringify(config));
       renderCharts(config, r);
-      renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
+      details.renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
+    };
+    const rest = () => {
+      renderSuggestions(r, applySuggestion);
       $('config-json').textContent = JSON.stringify(config, null, 2);
       showCompare();
+      if (details) below();
+      else showDetails = below;  // once their module is in
     };
     // On the first load the answer is painted first; the details follow in the next task.
     if (document.body.dataset.ready === 'true') rest();
@@ -625,7 +626,7 @@ function update(sync) {
     $('fits').dataset.fits = 'invalid';
     $('fits').textContent = 'Invalid';
     $('verdict-text').textContent = 'Fix the highlighted settings; the figures below are from the last valid configuration.';
-    renderExports(null);
+    if (details) details.renderExports(null);
     if (lastResult) showCompare();
   }
   showMini(valid);
@@ -634,7 +635,6 @@ function update(sync) {
   showGroups(described, document.body.dataset.ready !== 'true');
   updateUrl();
   performance.measure('vramcalc:update', { start: t0 });
-  if (!document.body.dataset.details) setTimeout(() => { document.body.dataset.details = 'true'; performance.mark('vramcalc:details'); }, 0);
   if (document.body.dataset.ready !== 'true') {
     document.body.dataset.ready = 'true';
     performance.mark('vramcalc:first-estimate');
@@ -671,7 +671,8 @@ function showStackChoices(config) {
 // ---------- start ----------
 
 function parseLink(search) {
-  const p = fromQuery(search, { gpus: presets.gpus.map((g) => g.id) });
+  const models = new Set([...presets.models.map((m) => m.id), ...catalog.map((m) => m.id)]);
+  const p = fromQuery(search, { gpus: presets.gpus.map((g) => g.id), models });
   // A link without targets gets the model's own modules (GPT-2's c_attn, all-linear for fused q/k/v ...).
   for (const s of [p.state, p.pin]) if (s && s.targets === defaultOf(s, 'targets')) s.targets = fitTargets(s);
   return p;
@@ -700,11 +701,10 @@ function init() {
   for (const id of ['embed-theme', 'embed-view']) $(id).addEventListener('change', showEmbedCodes);
   $('copy-embed-div').addEventListener('click', () => copy($('embed-div').value, 'embed-div', 'Widget code'));
   $('copy-embed-iframe').addEventListener('click', () => copy($('embed-iframe').value, 'embed-iframe', 'Iframe code'));
-  initExports();
   $('copy-config').addEventListener('click', () => copy($('config-json').textContent, 'config-json', 'Configuration'));
   $('pin').addEventListener('click', () => setPin(state));
-  $('plans-go').addEventListener('click', () => searchPlans(toConfig(state), lastResult, applyPlan));
-  $('sizing-go').addEventListener('click', () => sizeRun(toConfig(state), applyPlan));
+  $('plans-go').addEventListener('click', () => details && details.searchPlans(toConfig(state), lastResult, applyPlan));
+  $('sizing-go').addEventListener('click', () => details && details.sizeRun(toConfig(state), applyPlan));
   $('undo').addEventListener('click', () => history.back());
   $('mini-go').addEventListener('click', () => { $('answer').scrollIntoView(); $('answer').focus({ preventScroll: true }); });
   // The one-line answer shows once the answer's figures (verdict, total, headroom, largest micro-batch) have
@@ -713,7 +713,20 @@ function init() {
     !e.isIntersecting && e.boundingClientRect.top < 0)).observe(document.querySelector('#results .figures'));
   initHistory(restore);
   update(true);
-  setTimeout(() => initAdamw(mod), 0);
+  loadDetails();
+}
+
+// The details' module, fetched once the answer is shown; then the details of the latest valid answer.
+let showDetails = null;
+async function loadDetails() {
+  details = await import('./details.js');
+  details.initExports();
+  details.initAdamw(mod);
+  if (showDetails) showDetails();
+  showDetails = null;
+  if (!lastResult) details.renderExports(null);
+  document.body.dataset.details = 'true';
+  performance.mark('vramcalc:details');
 }
 
 performance.mark('vramcalc:app-start');

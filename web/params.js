@@ -360,9 +360,9 @@ export function readView(search) {
 
 // Reads a link's query. Returns {state, problems:[{param, message}], embed, theme, view, pin}. Invalid or unknown
 // parameters are reported and left out; the state holds only checked values. A model is read as the core reads it
-// (findModel); `gpus` holds the GPU ids. pin: the state of a pinned configuration A, read from its own query (nested:
+// (findModel; an id of `models`, the presets' and the catalog's, is itself); `gpus` holds the GPU ids. pin: the state of a pinned configuration A, read from its own query (nested:
 // no pin, embed, theme or view).
-export function fromQuery(search, { gpus, nested = false }) {
+export function fromQuery(search, { gpus, models = new Set(), nested = false }) {
   const state = initialState();
   const problems = [];
   let embed = false;
@@ -423,7 +423,7 @@ export function fromQuery(search, { gpus, nested = false }) {
   const pinText = get('pin');
   if (pinText === '') report('pin', 'is empty; ignored');
   else if (pinText !== undefined) {
-    const a = fromQuery(pinText, { gpus, nested: true });
+    const a = fromQuery(pinText, { gpus, models, nested: true });
     pin = a.state;
     for (const p of a.problems) report(`pin: ${p.param}`, p.message);
   }
@@ -432,7 +432,7 @@ export function fromQuery(search, { gpus, nested = false }) {
   let model = get('model');
   if (model === undefined && get('hf') !== undefined) model = 'hf';
   if (model !== undefined) {
-    const found = model === 'custom' || model === 'hf' ? { id: model, near: [] } : findModel(model, 3);
+    const found = model === 'custom' || model === 'hf' || models.has(model) ? { id: model, near: [] } : findModel(model, 3);
     if (found.id) state.model = found.id;
     else {
       const near = found.near.map((m) => m.id);

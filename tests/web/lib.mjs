@@ -1,11 +1,11 @@
 // Shared by the web tests and the benchmark: paths, a tiny static server on 127.0.0.1, Chromium via playwright-core.
 import { createServer } from 'node:http';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { spawnSync } from 'node:child_process';
-import { gzipSync } from 'node:zlib';
+import { gzipSync, brotliCompressSync, constants as zlib } from 'node:zlib';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const SITE = process.env.VRAMCALC_SITE || join(ROOT, 'build/wasm/site');
@@ -48,11 +48,21 @@ const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; ch
   '.wasm': 'application/wasm', '.svg': 'image/svg+xml', '.json': 'application/json' };
 
 // Serves SITE on 127.0.0.1 at a free port. Returns {url, close, requests}.
-// gzip: compress what the browser accepts gzipped (once per file), and let a preload be used, as a real host does
-// (the benchmark's figures); the tests' default never lets the browser keep a response.
-export async function serve(root = SITE, { gzip = false } = {}) {
+// encoding 'gzip' or 'br': compress what the browser accepts so (each file once, at start; gzip at zlib's default level, brotli
+// at its highest, as hosts precompress static files), and let a preload be used, as a real host does (the
+// benchmark's figures); the tests' default never compresses nor lets the browser keep a response.
+const ENCODERS = {
+  gzip: (body) => gzipSync(body),
+  br: (body) => brotliCompressSync(body, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11, [zlib.BROTLI_PARAM_SIZE_HINT]: body.length } }),
+};
+export async function serve(root = SITE, { encoding = null } = {}) {
   const requests = [];
-  const compressed = new Map();  // path -> gzip bytes
+  const compressed = new Map();  // path -> encoded bytes, made before the first request (as a host precompresses)
+  if (encoding)
+    for (const name of readdirSync(root)) {
+      const file = join(root, name);
+      if (statSync(file).isFile()) compressed.set(file, ENCODERS[encoding](readFileSync(file)));
+    }
   const server = createServer({ maxHeaderSize: 1 << 20 }, (req, res) => {
     requests.push(req.url);
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
@@ -60,12 +70,12 @@ export async function serve(root = SITE, { gzip = false } = {}) {
     if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
     if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
     if (!existsSync(file)) { res.writeHead(404).end('not found'); return; }
-    const headers = { 'content-type': TYPES[extname(file)] || 'application/octet-stream', 'cache-control': gzip ? 'no-cache' : 'no-store' };
+    const headers = { 'content-type': TYPES[extname(file)] || 'application/octet-stream', 'cache-control': encoding ? 'no-cache' : 'no-store' };
     let body = readFileSync(file);
-    if (gzip && /\bgzip\b/.test(req.headers['accept-encoding'] || '')) {
-      if (!compressed.has(file)) compressed.set(file, gzipSync(body));
+    if (encoding && new RegExp(`\\b${encoding}\\b`).test(req.headers['accept-encoding'] || '')) {
+      if (!compressed.has(file)) compressed.set(file, ENCODERS[encoding](body));
       body = compressed.get(file);
-      headers['content-encoding'] = 'gzip';
+      headers['content-encoding'] = encoding;
     }
     res.writeHead(200, headers);
     res.end(body);
