@@ -159,10 +159,7 @@ const std::vector<ChangeRow> kChanges = {
     // Where the GPU has no bf16, its fp16 counterpart: the same bytes, and a step the GPU runs (and that is timed).
     {"fp16-for-bf16", ChangeAxis::precision, false, false,
      [](X x) { return bf16(x.config.precision) && !runs_bf16(x.config); },
-     [](X x) -> json {
-         const Precision p = x.config.precision;
-         return {{"precision", p == Precision::bf16_mixed ? "16-mixed" : p == Precision::bf16_true ? "16-true" : "16-base-mixed"}};
-     },
+     [](X x) -> json { return {{"precision", to_string(fp16_counterpart(x.config.precision))}}; },
      [](X x, const json&) { return "fp16 instead of bf16 (the " + x.config.gpu.name + " has no bf16)"; },
      [](X, const json&) { return text("the same bytes; the GPU computes in fp16, with loss scaling"); }},
     {"bf16-mixed", ChangeAxis::precision, false, true,

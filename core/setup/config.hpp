@@ -18,6 +18,11 @@ enum class Precision { fp32_true, bf16_mixed, fp16_mixed, bf16_true, fp16_true, 
 // The 16-bit type a precision computes in.
 inline bool bf16(Precision p) { return p == Precision::bf16_mixed || p == Precision::bf16_true || p == Precision::bf16_base_mixed; }
 inline bool fp16(Precision p) { return p == Precision::fp16_mixed || p == Precision::fp16_true || p == Precision::fp16_base_mixed; }
+// The same recipe in fp16 (for a GPU without bf16); fp16 and fp32 precisions are themselves.
+inline Precision fp16_counterpart(Precision p) {
+    return p == Precision::bf16_mixed ? Precision::fp16_mixed : p == Precision::bf16_true ? Precision::fp16_true
+         : p == Precision::bf16_base_mixed ? Precision::fp16_base_mixed : p;
+}
 enum class Optimizer { adamw, adamw_8bit, adafactor, lion, sgd, sgd_momentum, paged_adamw, paged_adamw_8bit };
 // bitsandbytes' paged optimizers keep their states in CUDA unified memory (cudaMallocManaged): on the GPU while
 // resident, but outside PyTorch's caching allocator.

@@ -288,7 +288,7 @@ std::vector<Key> build_keys() {
     std::vector<ChoiceView> precisions = view(kPrecision);
     precisions.push_back({kFp8, kFp8Label, -1});
     add(Row("precision", "precision", T::choice).codec(Codec::precision).bind(member<&Config::precision>()).pick(precisions)
-            .profile().after({"finetune", "strategy", "method"})
+            .profile().after({"finetune", "strategy", "method", "gpu", "device"})
             .first([](Config& c) {
                 for (const Choice<Precision>& p : kPrecision.items)
                     if (std::string(p.name) == c.framework->precision) c.precision = p.value;
@@ -296,12 +296,16 @@ std::vector<Key> build_keys() {
             // Adapters under PEFT (fp32 adapters over bf16 autocast) get its recipe: the frozen base loaded in bf16.
             // (LitGPT's bf16-mixed keeps fp32 weights and base-dtype adapters: its own. PPO loads the value model it
             // trains whole like the policy: not the recipe.)
+            // A GPU without bf16 (Volta, Turing) runs the profile's recipe in fp16: transformers' Trainer refuses
+            // bf16=True there (training_args.py, "Your setup doesn't support bf16/gpu"), Lightning's bf16-mixed
+            // autocasts to a dtype the GPU does not compute in.
             .last([](Config& c) {
                 if (c.precision == Precision::bf16_mixed && c.framework->adapter_dtype == AdapterDtype::fp32 &&
                     c.finetune.method != FinetuneMethod::full && adapter_recipe_allowed(c))
                     c.precision = Precision::bf16_base_mixed;
+                if (c.device == Device::cuda && !supports_bf16(c.gpu)) c.precision = fp16_counterpart(c.precision);
             })
-            .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.precision; }, "; LoRA/QLoRA on one GPU or DDP with fp32 adapters, bf16-mixed: bf16-base-mixed"))
+            .defaults(profile_default([](const FrameworkProfile& p) -> std::string { return p.precision; }, "; LoRA/QLoRA on one GPU or DDP with fp32 adapters, bf16-mixed: bf16-base-mixed; on a GPU without bf16 (V100, T4) its fp16 counterpart"))
             .shown(G::precision, "Precision", "32-true; bf16/16-mixed (autocast over fp32 weights); bf16/16-true (everything 16-bit); the adapter recipe bf16/16-base-mixed (a 16-bit frozen base, fp32 adapters); fp8 (bf16 mixed whose linears compute in float8). Under DeepSpeed or Megatron-LM 16-bit mixed means 16-bit weights and gradients plus fp32 master weights."));
     add(Row("fp8_recipe", "fp8_recipe", T::choice).codec(Codec::fp8_recipe).bind(member<&Config::fp8_recipe>()).pick(view(kFp8Recipe))
             .after({"precision"})

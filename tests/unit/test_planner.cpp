@@ -259,7 +259,13 @@ TEST_CASE("planner: 70B full fine-tuning on 8 GPUs and GRPO with 8 generations o
 
 // NVIDIA's T4 and V100 datasheets: fp16 tensor cores, no bf16 (bf16 arrived with Ampere).
 TEST_CASE("planner: on a GPU without bf16 the plans compute in fp16, and are timed") {
-    const Config t4 = with_plan({{"model", "llama-3.2-1b"}, {"gpu", "t4"}, {"seq_len", 2048}, {"micro_batch", 4}});
+    // Left to its default, the precision is the profile's in fp16 on these GPUs; asked for, bf16 stays.
+    CHECK(parsed({{"model", "llama-3.2-1b"}, {"gpu", "t4"}}).precision == Precision::fp16_mixed);
+    CHECK(parsed({{"model", "llama-3.2-1b"}, {"gpu", "v100-32gb"}, {"finetune", {{"method", "lora"}}}}).precision ==
+          Precision::fp16_base_mixed);
+    CHECK(parsed({{"model", "llama-3.2-1b"}, {"gpu", "a100-40gb"}}).precision == Precision::bf16_mixed);
+    const Config t4 = with_plan({{"model", "llama-3.2-1b"}, {"gpu", "t4"}, {"precision", "bf16-mixed"}, {"seq_len", 2048},
+                                 {"micro_batch", 4}});
     REQUIRE(t4.precision == Precision::bf16_mixed);
     CHECK_FALSE(estimate_memory(t4).fits);
     const Plans plans = make_plans(t4);
