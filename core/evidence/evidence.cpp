@@ -292,11 +292,16 @@ std::vector<Allowance> allowances(const Step& c, const MemoryEstimate& m) {
                    cuda ? "an allowance of 512 MiB for the CUDA context (driver, loaded kernels, cuBLAS handles) outside "
                           "PyTorch's allocator: in total_bytes, not yet measured on any GPU"
                         : "device \"cpu\": no CUDA context"});
+    const bool loading_floor = m.loading_reserved > 0 && m.loading_reserved >= m.peak_reserved;
     out.push_back({"allocator_overhead", m.allocator_overhead,
-                   cuda ? "peak_reserved - peak_allocated: 5% of the allocated peak for the caching allocator's rounding "
-                          "and cached blocks, an assumption, neither derived nor measured (the CPU measurements have no "
-                          "caching allocator)"
-                        : "device \"cpu\": no caching allocator"});
+                   !cuda ? "device \"cpu\": no caching allocator"
+                   : loading_floor
+                       ? "peak_reserved - peak_allocated: what loading the model left reserved (loading_reserved_bytes: the "
+                         "stack's loading and quantizing, read from its code and replayed through PyTorch's caching "
+                         "allocator, not measured on a GPU), which the step's allocations reuse"
+                       : "peak_reserved - peak_allocated: 5% of the allocated peak for the caching allocator's rounding "
+                         "and cached blocks, an assumption, neither derived nor measured (the CPU measurements have no "
+                         "caching allocator)"});
     if (cuda)
         out.push_back({"cublas_workspace", cublas_workspace_bytes(c),
                        "PyTorch's default cuBLAS workspace, read from aten/src/ATen/cuda/CublasHandlePool.cpp, not measured "

@@ -113,6 +113,7 @@ json report_to_json(const Report& r, bool with_evidence) {
             {"suggestions", suggestions},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
+    if (m.loading_reserved > 0) out["loading_reserved_bytes"] = bytes(m.loading_reserved);
     if (with_evidence) out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
     // Time and cost (step_time.cpp).
     const StepTime& t = r.time;

@@ -5,6 +5,7 @@
 
 #include "memory/memory_common.hpp"
 #include "memory/memory_terms.hpp"
+#include "memory/model_loading.hpp"
 #include "memory/phases.hpp"
 #include "model/architecture.hpp"
 #include "setup/training_methods.hpp"
@@ -202,6 +203,11 @@ MemoryEstimate estimate_memory(const Step& c) {
     }
     m.peak_allocated = m.at_peak().sum();
     m.allocator_overhead = allocator_overhead_bytes(c, m.peak_allocated);
+    // The segments loading left reserved stay so through the step, which reuses their free blocks.
+    if (const std::optional<LoadedModel> loaded = loaded_model(c)) {
+        m.loading_reserved = double(loaded->reserved);
+        m.allocator_overhead = std::max(m.allocator_overhead, m.loading_reserved - m.peak_allocated);
+    }
     m.peak_reserved = m.peak_allocated + m.allocator_overhead;
     m.cuda_context = cuda_context_bytes(c);
     m.paged_optimizer_states = paged_optimizer_states_bytes(c);

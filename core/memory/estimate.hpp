@@ -32,6 +32,7 @@ struct MemoryEstimate {
     double peak_allocated = 0;      // torch.cuda.max_memory_allocated() on the busiest GPU
     double allocator_overhead = 0;  // reserved - allocated
     double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
+    double loading_reserved = 0;    // what loading the model left reserved (model_loading.hpp); 0 when not replayed
     double cuda_context = 0;
     double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
     double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator

@@ -22,6 +22,11 @@ enum class FsdpWrap { adapters_apart, layers };
 // final norm and lm_head, with the last layer kept for backward (FSDP 1, accelerate, torchtitan before 0.2),
 // or only a [norm, output] unit, the embedding being a unit of its own (torchtitan 0.2).
 enum class FsdpLayout { root_kept, head_unit_kept };
+// How a stack puts a QLoRA model on the GPU (memory/model_loading.cpp replays the last three): each weight allocated
+// once in its final place; transformers 5.x from_pretrained with a bitsandbytes 4-bit config; torchtune's build on
+// the GPU in bf16 with each linear quantized by torchao's to_nf4 (its nearest-code search in chunks, or, torchao 0.1,
+// over the whole weight at once).
+enum class ModelLoading { in_place, transformers, torchtune_nf4, torchtune_nf4_whole };
 
 // Logits-sized tensors alive at one moment, per token x vocabulary element: `half` in the model's compute
 // dtype, `upcast` fp32 copies of them (no copy in fp32 training), `fp32` fp32 tensors, `per_chunk` fp32
@@ -66,6 +71,7 @@ struct FrameworkProfile {
     // OOMs happen right away"): seq_len is then that micro-batch's length, and later ones are shorter.
     bool longest_batch_first;
     LogitsPath full, chunked, chunked_lm_head;
+    ModelLoading loading;  // how it puts a QLoRA model on the GPU (memory/model_loading.hpp)
 };
 
 const std::vector<FrameworkProfile>& framework_profiles();  // every revision, oldest first per stack
