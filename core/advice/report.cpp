@@ -38,7 +38,8 @@ std::string gib(double bytes) {
 Report make_report(const Config& c, PlanMaker plans) {
     Report r;
     r.config = c;
-    r.memory = estimate_memory(c);
+    const Step step(c);  // one derivation for the memory, the time and the warnings
+    r.memory = estimate_memory(step);
     r.max_micro_batch = max_micro_batch(c);
     if (r.max_micro_batch == 0 && c.method == TrainingMethod::sft) {  // TRL's sequence is prompt_len + completion_len
         Config one_token = c;
@@ -54,10 +55,10 @@ Report make_report(const Config& c, PlanMaker plans) {
             const nlohmann::json patch = row.patch(x);
             Config changed;
             if (!apply_patch(c, patch, changed)) continue;
-            const Step step(changed);
-            const MemoryEstimate m = estimate_memory(step);
+            const Step after(changed);
+            const MemoryEstimate m = estimate_memory(after);
             if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show
-            const StepTime t = estimate_step_time(step);
+            const StepTime t = estimate_step_time(after);
             r.suggestions.push_back({row.label(x, patch), patch, m.total, m.fits,
                                      row.why(x, patch) + " (saves " + gib(r.memory.total - m.total) + ")", t.step,
                                      t.lower_bound, changed.gpus});
@@ -73,7 +74,7 @@ Report make_report(const Config& c, PlanMaker plans) {
         if (ta != tb) return ta < tb;
         return a.gpus < b.gpus;
     });
-    r.time = estimate_step_time(c);
+    r.time = estimate_step_time(step);
     r.run = estimate_run_cost(c, r.time);
     if (c.plan.on && plans) r.plans = plans(c, 5);
 
@@ -82,6 +83,12 @@ Report make_report(const Config& c, PlanMaker plans) {
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
     if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
         warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");
+    if (const double math = sdpa_math_layers(step); math > 0)
+        warn("SDPA has no fused kernel for " + std::string(step.compute_element == 4 ? "fp32" : "this 16-bit type on this GPU") +
+             (c.model.kv_heads < c.model.heads ? " with grouped kv heads" : "") + ": " +
+             (math < 1 ? "its layers without a mask run" : "every layer runs") +
+             " PyTorch's math path, which keeps seq_len x seq_len fp32 probabilities (16-bit on an Ampere or newer GPU "
+             "runs flash)");
     if (c.checkpointing == Checkpointing::selective && c.strategy != Strategy::megatron)
         warn("selective recomputation is a Megatron-LM feature; elsewhere it is modelled as recomputing attention "
              "scores only");

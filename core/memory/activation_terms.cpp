@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/gpus.hpp"
 #include "memory/memory_common.hpp"
 #include "model/families.hpp"
 
@@ -216,6 +217,25 @@ double mla_attention_bytes(const Step& c, double qkv_bytes) {
     return bytes + qkv_bytes * n * H * (2 * qk + double(a.v_head_dim));
 }
 
+// The share of layers whose SDPA runs PyTorch's math path on CUDA, `grouped` the share that hands it grouped heads
+// (enable_gqa). Read from aten/src/ATen/native/transformers/cuda/sdp_utils.cpp and sdp_utils_cpp.h (torch 2.5-2.14):
+// flash and cuDNN take only fp16 and bf16, on sm80 and newer (the GPUs with bf16); the memory-efficient kernel takes
+// fp32 and, below sm80, fp16, but not grouped heads (pytorch/pytorch#191085); what none takes falls to the math path.
+double sdpa_math_share(const Step& c, double grouped) {
+    if (c.device != Device::cuda || c.torch != TorchVersion::v2 || c.attention != Attention::flash) return 0;
+    const bool sm80 = supports_bf16(c.gpu);
+    if (!sm80 && c.compute_element == 2 && bf16(c.precision)) return 1;  // V100, T4: no kernel takes bf16
+    return c.compute_element == 4 || !sm80 ? grouped : 0;
+}
+
+// The share of layers whose k and v are repeated to every head before SDPA: transformers passes GQA to SDPA only
+// without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a sliding-window layer has a mask.
+double sdpa_repeated_share(const Step& c) {
+    const Architecture& a = c.model;
+    const bool all_repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv || a.family->sdpa_mask_always;
+    return all_repeated ? 1 : sliding_share(c);
+}
+
 // PyTorch's CPU flash kernel needs equal q/k and v head sizes; MLA's differ, so SDPA on the CPU falls back
 // to the math kernel, which upcasts q, k and v to fp32 and keeps the fp32 probabilities.
 bool mla_math_fallback(const Step& c) { return is_mla(c.model) && c.attention == Attention::flash && c.device == Device::cpu; }
@@ -247,6 +267,11 @@ double norm_activation_bytes(const Step& c) {
     return bytes + projection_input_bytes(c);
 }
 
+double sdpa_math_layers(const Step& c) {
+    const bool grouped = c.model.kv_heads < c.model.heads && !is_mla(c.model);
+    return sdpa_math_share(c, grouped ? 1 - sdpa_repeated_share(c) : 0);
+}
+
 double attention_activation_bytes(const Step& c) {
     const Architecture& a = c.model;
     const double n = c.tokens, e = c.compute_element;
@@ -262,12 +287,17 @@ double attention_activation_bytes(const Step& c) {
             bytes += mla_attention_bytes(c, e) + (c.checkpointing != Checkpointing::selective ? softmax_path_bytes(c) : 0);
         bytes += out_proj_input;
     } else if (c.attention == Attention::flash) {
-        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2). transformers passes GQA
-        // to SDPA only without a mask and with head_dim <= 256 (sdpa_attention.py use_gqa_in_sdpa); a
-        // sliding-window layer has a mask, so its k and v are repeated to every head first.
-        const bool all_repeated = head_dim(a) > 256 || a.family->sdpa_repeats_kv || a.family->sdpa_mask_always;
-        const double repeated = all_repeated ? 1 : sliding_share(c);
-        bytes += e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q + 4 * n * double(a.heads);
+        // q, k, v, the output and the fp32 log-sum-exp (Dao 2023, FlashAttention-2), k and v repeated to every
+        // head where SDPA is not handed the grouped heads.
+        const double repeated = sdpa_repeated_share(c);
+        // Layers whose SDPA runs PyTorch's math path on CUDA (attention.cpp _scaled_dot_product_attention_math,
+        // 2.5+): in fp32 (16-bit inputs upcast) it keeps the scaled q, k and v repeated to every head and the
+        // probabilities, with dropout its mask and output too; the output, not saved, is copied for o_proj.
+        const double math = sdpa_math_layers(c);
+        if (math > 0)
+            bytes += math * (4 * n * 3 * q + out_proj_input +
+                             attention_scores_elements(c) * (4 + (attention_dropout(c) ? 1 + 4 : 0)));
+        bytes += (1 - math) * (e * n * (q + 2 * (kv + (q - kv) * repeated)) + e * n * q + 4 * n * double(a.heads));
         // The output projection saves that output (a view), a te.Linear its own fp8 copy beside it (stacks/fp8 A.6),
         // and after a torch.cat rotary its own contiguous copy (measured: gpt_neox, phi3 _bf16mixed_flash).
         if (te_fp8(c) || (a.family->rotary_cat && a.position == Position::rope)) bytes += out_proj_input;

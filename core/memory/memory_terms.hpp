@@ -34,6 +34,9 @@ double paged_optimizer_states_bytes(const Step&);  // unified memory, outside Py
 
 // What a micro-batch saves for backward.
 double attention_activation_bytes(const Step&);   // per layer
+// The share of layers whose SDPA falls to PyTorch's math path on CUDA (no fused kernel takes the dtype, or the grouped
+// heads in it, on the GPU): they keep seq_len x seq_len probabilities.
+double sdpa_math_layers(const Step&);
 double mlp_activation_bytes(const Step&);         // per layer
 double norm_activation_bytes(const Step&);        // per layer, both norms
 double layer_activation_bytes(const Step&);       // per layer, checkpointing applied
