@@ -29,7 +29,7 @@ let ARCH = {};                // model.<key> -> the architecture's row
 
 // Page-only values that stand for "the default": a field left at it follows the core (its placeholder or first
 // option says what the core chose).
-const UNSET = { framework_version: '', backend_version: '', loss_chunks: '', lm_head_chunks: '', longest_batch_first: '',
+const UNSET = { framework_version: '', backend_version: '', alloc_conf: '', loss_chunks: '', lm_head_chunks: '', longest_batch_first: '',
   teacher: '', value_model: '', reward_model: '', reference: 'default', reward_dtype: 'default', steps_per_generation: 0 };
 export const isUnset = (key, v) => Object.hasOwn(UNSET, key) && v === UNSET[key];
 // Starting values the core has no default for (it requires them), and a custom GPU's.
@@ -567,6 +567,11 @@ function readScalar(key, text, bad, ids = {}) {
     bad(key, key === 'framework_version'
       ? `must be a release ("0.2.1") or a date ("2024-05-20") of at most ${VERSION_CHARS} characters`
       : `must be a release ("0.41.1") of at most ${VERSION_CHARS} characters`);
+    return undefined;
+  }
+  if (key === 'alloc_conf') {  // its options and values are the core's to check
+    if (/^[A-Za-z0-9_:.,+ ]{1,512}$/.test(text)) return text;
+    bad(key, 'must be PYTORCH_CUDA_ALLOC_CONF’s text: option:value pairs separated by commas');
     return undefined;
   }
   if (key === 'targets') {

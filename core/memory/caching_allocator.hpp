@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/alloc_conf.hpp"
+#include "setup/alloc_conf.hpp"
 
 namespace vramcalc {
 

@@ -220,12 +220,15 @@ std::optional<LoadedModel> loaded_model(const Step& c) {
     // The replay takes about a millisecond, and a report estimates one model many times (the largest micro-batch,
     // the suggestions, the plans): the last few loadings are kept, by their events and the device.
     std::uint64_t key = 1469598103934665603ull ^ device.capacity;  // FNV-1a
+    for (char ch : c.alloc_conf) key = (key ^ std::uint64_t(static_cast<unsigned char>(ch))) * 1099511628211ull;
     for (const AllocEvent& ev : events)
         for (std::uint64_t v : {std::uint64_t(ev.op), std::uint64_t(ev.tensor), ev.bytes}) key = (key ^ v) * 1099511628211ull;
     static std::vector<std::pair<std::uint64_t, LoadedModel>> recent;
     for (const auto& [k, loaded] : recent)
         if (k == key) return loaded;
-    const ReplayResult r = replay_caching_allocator(events, AllocConf{}, device);
+    std::vector<FieldError> ignored;  // the configuration reader checked it
+    const AllocConf conf = parse_alloc_conf(c.alloc_conf, kNewestAllocatorRelease, ignored).value_or(AllocConf{});
+    const ReplayResult r = replay_caching_allocator(events, conf, device);
     // A load that runs out of memory leaves the step nothing: what it asked for on top of what was reserved.
     const LoadedModel loaded = r.failure ? LoadedModel{r.failure->reserved + r.failure->bytes, r.failure->allocated}
                                          : LoadedModel{r.stats.reserved, r.stats.allocated};

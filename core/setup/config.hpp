@@ -114,6 +114,7 @@ struct Config {
     Gpu gpu;
     Device device = Device::cuda;
     TorchVersion torch = TorchVersion::v2;
+    std::string alloc_conf;               // PYTORCH_CUDA_ALLOC_CONF as given ("": PyTorch's defaults)
     // Knobs a framework profile sets (frameworks.cpp); each can be set on its own.
     Loss loss = Loss::full;
     std::uint64_t loss_chunks = 8;

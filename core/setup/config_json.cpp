@@ -10,6 +10,7 @@
 #include "input/json_text.hpp"
 #include "model/families.hpp"
 #include "model/model_json.hpp"
+#include "setup/alloc_conf.hpp"
 #include "setup/config_checks.hpp"
 #include "setup/schema.hpp"
 #include "setup/strategies.hpp"
@@ -169,6 +170,16 @@ void read_release(const Key& k, Reader& r, Context& x) {
         *static_cast<std::string*>(k.value.at(x.c)) = v->get<std::string>();
     else
         r.fail(key, "must be the back end's release, e.g. \"0.41.1\", got " + show(*v));
+}
+
+// PYTORCH_CUDA_ALLOC_CONF's text, checked by the allocator's own rules for the newest torch release modelled.
+void read_alloc_conf(const Key& k, Reader& r, Context& x) {
+    const json* v = r.find(k.name);
+    if (!v) return;
+    if (!v->is_string() || v->get_ref<const std::string&>().size() > 512)
+        return r.fail(k.name, "must be PYTORCH_CUDA_ALLOC_CONF's text (at most 512 characters), got " + show(*v));
+    if (parse_alloc_conf(v->get<std::string>(), kNewestAllocatorRelease, x.errors))
+        x.c.alloc_conf = v->get<std::string>();
 }
 
 // A mode, or {"mode": "layers", "every": N} (full checkpointing of every N-th layer).
@@ -342,6 +353,7 @@ void read_key(const Key& k, Reader& r, Context& x) {
         case Codec::price: return read_price(k, r, x);
         case Codec::plan: return read_plan(k, r, x);
         case Codec::strategies: return read_strategies(k, r, x);
+        case Codec::alloc_conf: return read_alloc_conf(k, r, x);
     }
 }
 

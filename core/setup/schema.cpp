@@ -390,6 +390,9 @@ std::vector<Key> build_keys() {
             .shown(G::gpu, "Kernels", "\"cuda\", or \"cpu\" to model PyTorch’s CPU kernels (what the CPU validation measures)."));
     add(Row("torch", "torch", T::choice).bind(member<&Config::torch>()).pick(view(kTorch)).defaults("\"2\"")
             .shown(G::stack, "PyTorch version", "What PyTorch’s optimizer and RMSNorm backward allocate changed between 1.13 and 2."));
+    add(Row("alloc_conf", "alloc_conf", T::text).codec(Codec::alloc_conf).bind(member<&Config::alloc_conf>())
+            .when(all({is("torch", {"2"})}), true).echoed(Echo::when_set).defaults("\"\" (PyTorch’s defaults)")
+            .shown(G::stack, "PYTORCH_CUDA_ALLOC_CONF", "The caching allocator’s options in PyTorch’s own syntax (\"expandable_segments:True,max_split_size_mb:128\"), checked as torch 2.13 reads them (setup/alloc_conf.cpp); the replay of a QLoRA model’s loading follows them."));
     add(Row("compile", "", T::boolean).bind(member<&Config::compile>()).defaults("false")
             .shown(G::stack, "torch.compile", "Estimated as eager, with a warning that the activations are then an upper bound."));
 

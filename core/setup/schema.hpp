@@ -20,7 +20,7 @@ namespace vramcalc {
 // is a string or an object, a catalog lookup, a validated release string).
 enum class Codec {
     typed, framework, framework_version, model, precision, finetune, checkpointing, gpu, gpu_name, inference_engine,
-    release, targets, optional_dtype, fp8_recipe, price, plan, strategies
+    release, targets, optional_dtype, fp8_recipe, price, plan, strategies, alloc_conf
 };
 
 // When config_to_json echoes a key (an object's members: inside their object): always, when it applies, or when it

@@ -197,6 +197,12 @@ TEST_CASE("wrong types are named", "[bad_input]") {
     expect_fields(R"({"gpu":{"memory_gib":"80"}})", {"gpu.memory_gib"});
     expect_fields(R"({"gpu":{"name":"x"}})", {"gpu.memory_gib"});
     expect_fields(R"({"gpu":{"name":7,"memory_gib":80}})", {"gpu.name"});
+    // PYTORCH_CUDA_ALLOC_CONF: an unknown option, a bad value, a value below its limit, not text.
+    expect_fields(R"({"alloc_conf":"bogus:1"})", {"alloc_conf"});
+    expect_fields(R"({"alloc_conf":"expandable_segments:maybe"})", {"alloc_conf"});
+    expect_fields(R"({"alloc_conf":"max_split_size_mb:4"})", {"alloc_conf"});
+    expect_fields(R"({"alloc_conf":{"expandable_segments":true}})", {"alloc_conf"});
+    expect_fields(R"({"alloc_conf":"expandable_segments:True","torch":"1.13"})", {"alloc_conf"});
     expect_fields(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"dropout":"0.1"}})",
                   {"model.dropout"});
     expect_fields(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"bias":"yes"}})",

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/alloc_conf.hpp"
+#include "setup/alloc_conf.hpp"
 #include "memory/caching_allocator.hpp"
 #include "memory/device_overheads.hpp"
 

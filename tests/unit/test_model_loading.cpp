@@ -134,3 +134,14 @@ TEST_CASE("model loading: not replayed where no quantizing load runs") {
         CHECK(estimate_memory(c).loading_reserved == 0);
     }
 }
+
+TEST_CASE("model loading: the replay follows PYTORCH_CUDA_ALLOC_CONF") {
+    nlohmann::json j = llama2_7b_qlora("torchtune", "2024-04-15");
+    const std::uint64_t plain = loaded_model(parsed(j))->reserved;
+    // Expandable segments grow one mapping per pool instead of a segment per large request: the freed temporaries'
+    // pages are reused in place. A split limit keeps the temporaries' blocks above it whole.
+    j["alloc_conf"] = "expandable_segments:True";
+    CHECK(loaded_model(parsed(j))->reserved < plain);
+    j["alloc_conf"] = "max_split_size_mb:128";
+    CHECK(loaded_model(parsed(j))->reserved > plain);
+}

@@ -1,4 +1,4 @@
-#include "memory/alloc_conf.hpp"
+#include "setup/alloc_conf.hpp"
 
 #include <algorithm>
 #include <cctype>
