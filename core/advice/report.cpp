@@ -81,14 +81,17 @@ Report make_report(const Config& c, PlanMaker plans) {
     auto warn = [&](std::string w) { r.warnings.push_back(std::move(w)); };
     if (bf16(c.precision) && c.device == Device::cuda && !supports_bf16(c.gpu))
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
-    if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4"))
+    const double math = sdpa_math_layers(step);
+    if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4") && math == 0)
         warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");
-    if (const double math = sdpa_math_layers(step); math > 0)
-        warn("SDPA has no fused kernel for " + std::string(step.compute_element == 4 ? "fp32" : "this 16-bit type on this GPU") +
-             (c.model.kv_heads < c.model.heads ? " with grouped kv heads" : "") + ": " +
-             (math < 1 ? "its layers without a mask run" : "every layer runs") +
-             " PyTorch's math path, which keeps seq_len x seq_len fp32 probabilities (16-bit on an Ampere or newer GPU "
-             "runs flash)");
+    if (math > 0) {
+        const std::string why = step.compute_element == 4 ? "SDPA has no fused kernel for fp32 with grouped kv heads"
+                              : bf16(c.precision) ? c.gpu.name + " has no bf16 SDPA kernel"
+                                                  : "On " + c.gpu.name + " no SDPA kernel takes grouped kv heads";
+        warn(why + ": " + (math < 1 ? "the layers without a mask run" : "every layer runs") +
+             " PyTorch's math path, which keeps seq_len x seq_len fp32 probabilities (16-bit on an Ampere or newer "
+             "GPU runs flash)");
+    }
     if (c.checkpointing == Checkpointing::selective && c.strategy != Strategy::megatron)
         warn("selective recomputation is a Megatron-LM feature; elsewhere it is modelled as recomputing attention "
              "scores only");
