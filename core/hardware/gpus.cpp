@@ -51,7 +51,7 @@ const Gpu* find_gpu(const std::string& id) {
 }
 
 
-bool supports_bf16(const Gpu& g) { return g.id == "custom" || g.bf16_tflops > 0; }
+bool supports_bf16(const Gpu& g) { return g.bf16_tflops > 0 || g.id == "custom"; }
 
 bool supports_fp8(const Gpu& g) {
     for (const char* id : {"h100-80gb", "h100-80gb-pcie", "h200", "b200", "l40s", "l4", "rtx-4090", "mi300x"})

@@ -223,9 +223,9 @@ double mla_attention_bytes(const Step& c, double qkv_bytes) {
 // fp32 and, below sm80, fp16, but not grouped heads (pytorch/pytorch#191085); what none takes falls to the math path.
 double sdpa_math_share(const Step& c, double grouped) {
     if (c.device != Device::cuda || c.torch != TorchVersion::v2 || c.attention != Attention::flash) return 0;
-    const bool sm80 = supports_bf16(c.gpu);
-    if (!sm80 && c.compute_element == 2 && bf16(c.precision)) return 1;  // V100, T4: no kernel takes bf16
-    return c.compute_element == 4 || !sm80 ? grouped : 0;
+    if (c.compute_element == 4) return grouped;
+    if (supports_bf16(c.gpu)) return 0;     // sm80 and newer: flash takes 16-bit, grouped heads or not
+    return bf16(c.precision) ? 1 : grouped;  // V100, T4: no kernel takes bf16, none fp16 with grouped heads
 }
 
 // The share of layers whose k and v are repeated to every head before SDPA: transformers passes GQA to SDPA only
