@@ -195,11 +195,10 @@ void torchtune_nf4(const Step& c, Events& e, bool whole) {
 }  // namespace
 
 std::vector<AllocEvent> model_loading_events(const Step& c) {
-    Events e;
+    if (c.finetune.method != FinetuneMethod::qlora || c.device != Device::cuda) return {};
     // One GPU holds the whole model: a sharded or split model loads differently (not replayed).
-    const bool whole_model = c.tp == 1 && c.pp == 1 && !detail::shards_params(c);
-    if (c.device != Device::cuda || c.finetune.method != FinetuneMethod::qlora || !whole_model || is_moe(c.model))
-        return {};
+    if (c.tp != 1 || c.pp != 1 || detail::shards_params(c) || is_moe(c.model)) return {};
+    Events e;
     switch (c.framework->loading) {
         case ModelLoading::in_place: return {};
         case ModelLoading::transformers:
@@ -213,6 +212,7 @@ std::vector<AllocEvent> model_loading_events(const Step& c) {
 }
 
 std::optional<LoadedModel> loaded_model(const Step& c) {
+    if (c.finetune.method != FinetuneMethod::qlora) return std::nullopt;  // the common case, at once
     const std::vector<AllocEvent> events = model_loading_events(c);
     if (events.empty()) return std::nullopt;
     const std::uint64_t card = std::uint64_t(c.gpu.memory_gib * double(kGiB));
