@@ -49,6 +49,17 @@ void bitsandbytes_quantize(Events& e, std::uint32_t source, std::uint64_t n, boo
     e.free(source);
 }
 
+// The nearest of the 16 NF4 codes for `span` elements: |w - code| (bf16, 16 per element) and its abs, the minimum's
+// values and int64 indices. Returns the indices; the rest is freed.
+std::uint32_t nearest_codes(Events& e, std::uint64_t span) {
+    const std::uint32_t difference = e.allocate(32 * span), distance = e.allocate(32 * span);
+    e.free(difference);
+    const std::uint32_t values = e.allocate(2 * span), indices = e.allocate(8 * span);
+    e.free(distance);
+    e.free(values);
+    return indices;
+}
+
 // torchao's NF4Tensor.from_tensor on a bf16 weight of n elements (torchao/dtypes/nf4tensor.py at v0.8.0 and, for
 // `whole`, at v0.1): the scalers' double quantization over |w| (a 2n temporary, then per-block bf16 arithmetic),
 // |w| again for the block maxima, the scaled blocks (2n); the nearest of the 16 NF4 codes, searched per 2^20
@@ -77,11 +88,7 @@ std::vector<std::uint32_t> torchao_to_nf4(Events& e, std::uint64_t n, bool whole
     const std::uint32_t scaled = e.allocate(2 * n);
     if (!whole) e.free(again);
     if (whole) {
-        const std::uint32_t difference = e.allocate(32 * n), distance = e.allocate(32 * n);
-        e.free(difference);
-        const std::uint32_t values = e.allocate(2 * n), codes = e.allocate(8 * n);
-        e.free(distance);
-        e.free(values);
+        const std::uint32_t codes = nearest_codes(e, n);
         e.free(scaled);
         const std::uint32_t shifted = e.allocate(4 * n), combined = e.allocate(4 * n);
         e.free(shifted);
@@ -91,13 +98,7 @@ std::vector<std::uint32_t> torchao_to_nf4(Events& e, std::uint64_t n, bool whole
         return kept;
     }
     const std::uint32_t codes = e.allocate(n);
-    const std::uint64_t span = std::min<std::uint64_t>(n, std::uint64_t(1) << 20);  // every chunk reuses the first's blocks
-    const std::uint32_t difference = e.allocate(32 * span), distance = e.allocate(32 * span);
-    e.free(difference);
-    const std::uint32_t values = e.allocate(2 * span), indices = e.allocate(8 * span);
-    e.free(distance);
-    e.free(values);
-    e.free(indices);
+    e.free(nearest_codes(e, std::min<std::uint64_t>(n, std::uint64_t(1) << 20)));  // every chunk reuses the first's blocks
     e.free(scaled);
     const std::uint32_t shifted = e.allocate((n + 1) / 2);
     kept.push_back(e.allocate((n + 1) / 2));  // the packed data
