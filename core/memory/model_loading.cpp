@@ -219,14 +219,21 @@ std::optional<LoadedModel> loaded_model(const Step& c) {
     const std::uint64_t card = std::uint64_t(c.gpu.memory_gib * double(kGiB));
     const DeviceMemory device{card - std::min(card, std::uint64_t(cuda_context_bytes(c))), card};
     // The replay takes about a millisecond, and a report estimates one model many times (the largest micro-batch,
-    // the suggestions, the plans): the last few loadings are kept, by their events and the device.
-    std::uint64_t key = 1469598103934665603ull ^ device.capacity;  // FNV-1a
-    for (char ch : c.alloc_conf) key = (key ^ std::uint64_t(static_cast<unsigned char>(ch))) * 1099511628211ull;
-    for (const AllocEvent& ev : events)
-        for (std::uint64_t v : {std::uint64_t(ev.op), std::uint64_t(ev.tensor), ev.bytes}) key = (key ^ v) * 1099511628211ull;
-    static std::vector<std::pair<std::uint64_t, LoadedModel>> recent;
-    for (const auto& [k, loaded] : recent)
-        if (k == key) return loaded;
+    // the suggestions, the plans): the last few loadings are kept, by their events, the device and the options.
+    struct Kept {
+        std::vector<AllocEvent> events;
+        std::uint64_t capacity;
+        std::string alloc_conf;
+        LoadedModel loaded;
+    };
+    static std::vector<Kept> recent;
+    const auto same = [](const AllocEvent& a, const AllocEvent& b) {
+        return a.op == b.op && a.tensor == b.tensor && a.bytes == b.bytes;
+    };
+    for (const Kept& k : recent)
+        if (k.capacity == device.capacity && k.alloc_conf == c.alloc_conf &&
+            std::equal(events.begin(), events.end(), k.events.begin(), k.events.end(), same))
+            return k.loaded;
     std::vector<FieldError> ignored;  // the configuration reader checked it
     const AllocConf conf = parse_alloc_conf(c.alloc_conf, kNewestAllocatorRelease, ignored).value_or(AllocConf{});
     const ReplayResult r = replay_caching_allocator(events, conf, device);
@@ -234,7 +241,7 @@ std::optional<LoadedModel> loaded_model(const Step& c) {
     const LoadedModel loaded = r.failure ? LoadedModel{r.failure->reserved + r.failure->bytes, r.failure->allocated}
                                          : LoadedModel{r.stats.reserved, r.stats.allocated};
     if (recent.size() == 8) recent.erase(recent.begin());
-    recent.push_back({key, loaded});
+    recent.push_back({events, device.capacity, c.alloc_conf, loaded});
     return loaded;
 }
 
