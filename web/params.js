@@ -360,8 +360,8 @@ export function readView(search) {
 
 // Reads a link's query. Returns {state, problems:[{param, message}], embed, theme, view, pin}. Invalid or unknown
 // parameters are reported and left out; the state holds only checked values. A model is read as the core reads it
-// (findModel; an id of `models`, the presets' and the catalog's, is itself); `gpus` holds the GPU ids. pin: the state of a pinned configuration A, read from its own query (nested:
-// no pin, embed, theme or view).
+// (findModel; an id of `models`, the presets' and the catalog's, is itself); `gpus` holds the GPU ids. pin: the
+// state of a pinned configuration A, read from its own query (nested: no pin, embed, theme or view).
 export function fromQuery(search, { gpus, models = new Set(), nested = false }) {
   const state = initialState();
   const problems = [];
