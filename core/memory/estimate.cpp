@@ -111,7 +111,7 @@ std::vector<Phase> supervised_phases(const Step& c) {
     // backward (measured: stacks/fsdp, stacks/torchtitan; stacks/litgpt2023 accumulating under no_sync).
     const double unit_grads = reduce_scatter_bytes(c);
     const double down_share = std::min(1.0, down_projection_params(c.model) / double(layer_params(c.model)));
-    const double mlp_unit_grads = c.grad_accum == 1 ? unit_grads : unit_grads * down_share;
+    const double mlp_unit_grads = detail::accumulates_unsharded(c) ? unit_grads * down_share : unit_grads;
     mlp_backward.temporaries += backward_gathered + mlp_unit_grads + mlp_backward_transient_bytes(c) + float8_cast_bytes(c, true) +
                                 (recompute ? recast_layer_weight_bytes(c) : 0);
     Terms attention_backward = mlp_backward;

@@ -30,6 +30,11 @@ inline bool gathers_per_unit(const Config& c) { return c.zero >= traits(c).gathe
 // FSDP's wrapped units: their gathers, the units kept unsharded, their reduce-scatters and no_sync accumulation.
 inline bool fsdp_units(const Config& c) { return traits(c).units == ParameterUnits::fsdp_units; }
 inline bool fsdp2(const Config& c) { return fsdp_units(c) && c.fsdp_version == 2; }
+// Between micro-batches FSDP keeps every unit's unsharded gradient (the stack's no_sync, and torch.distributed.pipelining
+// for its micro-batches) instead of reduce-scattering each micro-batch's into the sharded ones (frameworks.cpp).
+inline bool accumulates_unsharded(const Config& c) {
+    return fsdp_units(c) && c.grad_accum > 1 && (c.pp > 1 || c.framework->fsdp_accumulation == FsdpAccumulation::unsharded);
+}
 // Megatron-LM's own model code: Korthikanti et al.'s activations, its vocab-parallel cross-entropy, its TE layers.
 inline bool megatron_model(const Config& c) { return traits(c).own_model_code; }
 inline bool offloaded(const Config& c) { return c.offload != Offload::none; }

@@ -374,7 +374,7 @@ double reduce_scatter_bytes(const Step& c) {
 // accelerate does between optimizer steps, and torch.distributed.pipelining for every micro-batch but the
 // last): every unit keeps its unsharded gradient on every rank until the synchronised micro-batch.
 double unsharded_accumulated_gradient_bytes(const Step& c) {
-    if (!fsdp_units(c) || c.grad_accum < 2 || offloaded(c)) return 0;
+    if (!accumulates_unsharded(c) || offloaded(c)) return 0;
     const double n = fsdp1_mixed_units(c) ? double(layers_params(c.model)) * layer_share(c) / double(c.tp) + trainable_stage_params(c)
                                           : trainable_stage_params(c);
     return n * fsdp_gradient_element_bytes(c);

@@ -71,8 +71,8 @@ double gathered_parameter_bytes(const Step&, bool in_backward);
 double first_layer_unprefetched_bytes(const Step&);  // FSDP: no layer left to prefetch at the first layer
 double reduce_scatter_bytes(const Step&);       // FSDP: one unit's unsharded gradients, backward
 double unsharded_accumulated_gradient_bytes(const Step&);  // FSDP: between micro-batches of accumulation
-double ring_attention_bytes(const Step&);
-double pipeline_buffer_bytes(const Step&);     // torch.distributed.pipelining's per-micro-batch buffers      // context parallel: k and v gathered over the sequence
+double ring_attention_bytes(const Step&);     // context parallel: k and v gathered over the sequence
+double pipeline_buffer_bytes(const Step&);    // torch.distributed.pipelining's per-micro-batch buffers
 double cublas_workspace_bytes(const Step&);
 double float8_cast_bytes(const Step&, bool backward);  // float8 copies beyond the saved activations (torchao, TE)
 double cuda_context_bytes(const Step&);

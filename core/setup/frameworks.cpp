@@ -28,52 +28,64 @@ constexpr LogitsPath kChunked{{1, 0, 1, 1}, {0, 0, 1, 2}, {}};
 // torchtune's model upcasts the whole output itself when the loss is not chunked (no 16-bit copy stays).
 constexpr LogitsPath kTorchtuneFull{{0, 0, 2, 0}, {0, 0, 3, 0}, {}};
 
+// FSDP gradient accumulation: transformers' Trainer enters accelerate's no_sync for every micro-batch but the last
+// (trainer.py _inner_training_loop), LitGPT's scripts Fabric's no_backward_sync (finetune/full.py); torchtune's
+// distributed recipes (recipes/*_distributed.py @v0.1.1 to v0.6.1), torchtitan's train_step (train.py @0.2.2) and
+// Composer (dist_strategy.py ddp_sync_context: no_sync for DDP only) call backward on each micro-batch as is.
+constexpr FsdpAccumulation kNoSync = FsdpAccumulation::unsharded, kReduceEach = FsdpAccumulation::sharded;
+
 const std::vector<FrameworkProfile> kProfiles = {
     {Framework::hf, "hf", "0", "", "transformers 5.18 + PEFT 0.21, FSDP 1 by default (transformers to 5.9)", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 1,
-     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, true, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
+     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, kNoSync, true, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
     {Framework::hf, "hf", "5.10", "2026-06-03", "transformers 5.18 + PEFT 0.21", "bf16-mixed", "", AdapterDtype::fp32, Loss::full, 8, false, false, 2,
-     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, true, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
+     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, kNoSync, true, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
     // torchtune before 0.3 (recipes/*_distributed.py @v0.2.1): FSDP 1 with LoRA adapters wrapped apart
     // (utils.lora_fsdp_wrap_policy), torch.nn.CrossEntropyLoss over the whole upcast output; before 0.5
     // (modules/rms_norm.py @v0.4.0) RMSNorm casts back before its scale.
     {Framework::torchtune, "torchtune", "0.1.0", "2024-04-15", "torchtune 0.1.0-0.1.1", "bf16-true", "torchtune-0.1", AdapterDtype::base, Loss::full, 8, false, true, 1,
-     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4_whole},
+     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, kReduceEach, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4_whole},
     // torchtune 0.1 pinned torchao 0.1, whose to_nf4 searched the nearest code over a whole weight at once; 0.2 pinned
     // torchao 0.3.1, which searches in chunks (pyproject.toml at v0.1.1, v0.2.0; torchao 6081796).
     {Framework::torchtune, "torchtune", "0.2.0", "2024-07-16", "torchtune 0.2.0-0.2.1", "bf16-true", "torchtune-0.1", AdapterDtype::base, Loss::full, 8, false, true, 1,
-     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
+     FsdpWrap::adapters_apart, false, FsdpLayout::root_kept, kReduceEach, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
     {Framework::torchtune, "torchtune", "0.3.0", "2024-09-17", "torchtune 0.3.0-0.4.0", "bf16-true", "torchtune-0.1", AdapterDtype::base, Loss::chunked, 8, false, true, 2,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kReduceEach, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
     {Framework::torchtune, "torchtune", "0.5.0", "2024-12-20", "torchtune 0.6.1", "bf16-true", "torchtune", AdapterDtype::base, Loss::chunked, 8, false, true, 2,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kReduceEach, false, false, kTorchtuneFull, kChunked, kChunked, ModelLoading::torchtune_nf4},
     // torchtitan (train.py, models/llama3): FSDP 2 with bf16 parameters and fp32 reduction, the output upcast
     // for cross_entropy as transformers does (the step deletes the 16-bit output before backward). Its own
     // RMSNorm cast back before the weight until #985 (2025-03-19, nn.RMSNorm after); k and v were repeated to
     // every head before SDPA until #2259 (2026-01-27, enable_gqa after; first released in 0.2.2); from 0.2.0 the
     // embedding and [norm, output] are FSDP units of their own.
     {Framework::torchtitan, "torchtitan", "0", "", "torchtitan 9dec370 (2024-12-26)", "bf16-mixed", "torchtitan-2024", AdapterDtype::base, Loss::full, 8, false, false, 2,
-     FsdpWrap::layers, true, FsdpLayout::root_kept, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
+     FsdpWrap::layers, true, FsdpLayout::root_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
     {Framework::torchtitan, "torchtitan", "0.1.0", "2025-03-19", "torchtitan 0.1.0", "bf16-mixed", "torchtitan-0.1", AdapterDtype::base, Loss::full, 8, false, false, 2,
-     FsdpWrap::layers, true, FsdpLayout::root_kept, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
+     FsdpWrap::layers, true, FsdpLayout::root_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
     {Framework::torchtitan, "torchtitan", "0.2.0", "2025-10-17", "torchtitan 0.2.0-0.2.1", "bf16-mixed", "torchtitan-0.1", AdapterDtype::base, Loss::full, 8, false, false, 2,
-     FsdpWrap::layers, true, FsdpLayout::head_unit_kept, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
+     FsdpWrap::layers, true, FsdpLayout::head_unit_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
     {Framework::torchtitan, "torchtitan", "0.2.2", "2026-01-27", "torchtitan 0.2.2", "bf16-mixed", "torchtitan", AdapterDtype::base, Loss::full, 8, false, false, 2,
-     FsdpWrap::layers, true, FsdpLayout::head_unit_kept, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
+     FsdpWrap::layers, true, FsdpLayout::head_unit_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::in_place},
     // lit-gpt before 2023-10-24 (lit_gpt/rmsnorm.py before #606) normalised in the input's dtype; from then
     // to 2024-03-07 (#1043, first in 0.3.1) in fp32 with the weight; to 0.4.6 (#1545) cast back first. From
     // #184 (2023-06-21) to the data refactor #950 (2024-02-29) finetune/*.py put the longest sample first.
     {Framework::litgpt, "litgpt", "0", "", "lit-gpt before #184", "bf16-mixed", "litgpt-2023", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
     {Framework::litgpt, "litgpt", "0", "2023-06-21", "lit-gpt #184 to #606", "bf16-mixed", "litgpt-2023", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, true, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, true, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
     {Framework::litgpt, "litgpt", "0", "2023-10-24", "lit-gpt #606 to #950", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, true, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, true, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
     {Framework::litgpt, "litgpt", "0", "2024-02-29", "lit-gpt #950 to #1043", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
     {Framework::litgpt, "litgpt", "0.3.1", "2024-03-07", "LitGPT 0.3.1-0.4.5", "bf16-mixed", "litgpt-0.3", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
     {Framework::litgpt, "litgpt", "0.4.6", "2024-07-23", "LitGPT 0.5.13", "bf16-mixed", "litgpt", AdapterDtype::base, Loss::chunked, 0, true, false, 1,
-     FsdpWrap::layers, false, FsdpLayout::root_kept, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kNoSync, false, false, kLitgptFull, kLitgptChunked, kLitgptChunkedHead, ModelLoading::in_place},
+    // llm-foundry on Composer (llm-foundry v0.21.0, Composer v0.31.0): FSDP 1 units per decoder block
+    // (MPTModel.fsdp_wrap_fn, hf_fsdp.py for Hugging Face models), amp_bf16, the model returning logits to Composer's
+    // loss, fused_crossentropy (flash-attn's kernel) as MPT's default loss_fn, PEFT adapters for LoRA, QLoRA
+    // through transformers' from_pretrained.
+    {Framework::llm_foundry, "llm-foundry", "0", "", "llm-foundry 0.21.0 + Composer 0.31.0", "bf16-mixed", "", AdapterDtype::fp32, Loss::fused, 8, false, false, 1,
+     FsdpWrap::layers, false, FsdpLayout::root_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
 };
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 namespace vramcalc {
 
-enum class Framework { hf, litgpt, torchtune, torchtitan };
+enum class Framework { hf, litgpt, torchtune, torchtitan, llm_foundry };
 // How the loss meets the logits: all at once (transformers' ForCausalLMLoss and plain cross-entropy), in
 // chunks (torchtune's CEWithChunkedOutputLoss, LitGPT's chunked_cross_entropy), by an in-place kernel over the
 // 16-bit logits (flash-attn's and Liger's cross-entropy), or fused with lm_head so the logits never exist whole
@@ -22,6 +22,10 @@ enum class FsdpWrap { adapters_apart, layers };
 // final norm and lm_head, with the last layer kept for backward (FSDP 1, accelerate, torchtitan before 0.2),
 // or only a [norm, output] unit, the embedding being a unit of its own (torchtitan 0.2).
 enum class FsdpLayout { root_kept, head_unit_kept };
+// How FSDP accumulates gradients over micro-batches: every unit keeps its unsharded gradient until the last
+// micro-batch (FSDP 1's no_sync, FSDP 2's set_requires_gradient_sync(False)), or each micro-batch's backward
+// reduce-scatters into the sharded gradients, which then carry over (a loop of plain backward calls).
+enum class FsdpAccumulation { unsharded, sharded };
 // How a stack puts a QLoRA model on the GPU (memory/model_loading.cpp replays the last three): each weight allocated
 // once in its final place; transformers 5.x from_pretrained with a bitsandbytes 4-bit config; torchtune's build on
 // the GPU in bf16 with each linear quantized by torchao's to_nf4 (its nearest-code search in chunks, or, torchao 0.1,
@@ -64,6 +68,7 @@ struct FrameworkProfile {
     // compute dtype (accelerate's): FSDP 2 then accumulates unsharded gradients in fp32.
     bool fsdp_reduce_fp32;
     FsdpLayout fsdp_layout;
+    FsdpAccumulation fsdp_accumulation;
     // The loss is computed inside the FSDP-wrapped model (transformers' labels path): FSDP's pre-backward hook on
     // its output prefetches the last layer before the loss's backward. Elsewhere the model returns the logits.
     bool loss_in_model;

@@ -141,7 +141,7 @@ struct Row : Key {
 // The stacks as the page names them.
 const std::pair<Framework, const char*> kFrameworkLabels[] = {
     {Framework::hf, "Hugging Face transformers + PEFT"}, {Framework::torchtune, "torchtune"},
-    {Framework::litgpt, "LitGPT"}, {Framework::torchtitan, "torchtitan"}};
+    {Framework::litgpt, "LitGPT"}, {Framework::torchtitan, "torchtitan"}, {Framework::llm_foundry, "LLM Foundry (Composer)"}};
 
 std::vector<ChoiceView> framework_choices() {
     std::vector<ChoiceView> out;

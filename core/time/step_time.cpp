@@ -135,14 +135,16 @@ double ring(std::uint64_t n) { return n > 1 ? double(n - 1) / double(n) : 0; }
 // Data-parallel gradients and parameters per optimizer step: DDP all-reduces the gradients once (no_sync between
 // micro-batches); ZeRO-1/2 reduce-scatter them and all-gather the updated 16-bit parameters; ZeRO-3 and FSDP
 // FULL_SHARD all-gather the parameters in every micro-batch's forward and backward and reduce-scatter the
-// gradients (Rajbhandari et al. 2020, ZeRO §7: 3Ψ against DDP's 2Ψ).
+// gradients (Rajbhandari et al. 2020, ZeRO §7: 3Ψ against DDP's 2Ψ), in every micro-batch's backward where the
+// stack does not accumulate them unsharded (frameworks.cpp).
 double data_parallel_seconds(const Step& c) {
     const std::uint64_t n = data_parallel(c);
     if (n < 2) return 0;
     const double bw = link_bytes_per_s(c, n, c.tp * c.pp);
     const double e = c.compute_element;
     const double trainable = trainable_stage_params(c), params = stage_params(c);
-    const double grad = trainable * e;
+    const bool every_micro_batch = fsdp_units(c) && !accumulates_unsharded(c);
+    const double grad = trainable * e * (every_micro_batch ? double(c.grad_accum) : 1);
     if (gathers_per_unit(c)) return (2 * double(c.grad_accum) * params * e + grad) * ring(n) / bw;
     if (c.zero >= traits(c).zero_collectives_from) return (grad + trainable * e) * ring(n) / bw;
     return 2 * grad * ring(n) / bw;

@@ -116,6 +116,22 @@ TEST_CASE("FSDP 1 units mixing frozen and LoRA weights keep gradients for all of
     CHECK(m.total > a.total);
 }
 
+TEST_CASE("FSDP accumulation: a stack without no_sync carries the sharded gradients, one with it the unsharded") {
+    // Llama 3 8B's 8,030,261,248 parameters (its model card) over 8 ranks, fp32 sharded gradients (autocast over fp32
+    // parameters), or bf16 unsharded ones under no_sync (the gathered parameters' dtype, accelerate's reduce dtype).
+    const double params = 8030261248.0;
+    json base = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 8}, {"grad_accum", 4}, {"precision", "bf16-mixed"}};
+    json hf = base, foundry = base, tune = base, titan = base;
+    foundry["framework"] = "llm-foundry", tune["framework"] = "torchtune", titan["framework"] = "torchtitan";
+    CHECK(phase_bytes(estimate_memory(parsed(hf)), "forward", &Terms::gradients) == Approx(params * 2).epsilon(0.001));
+    for (const json& j : {foundry, tune, titan})
+        CHECK(phase_bytes(estimate_memory(parsed(j)), "forward", &Terms::gradients) == Approx(params * 4 / 8).epsilon(0.001));
+    // With one micro-batch there is nothing to carry, whichever the stack.
+    base["grad_accum"] = 1, foundry["grad_accum"] = 1;
+    CHECK(phase_bytes(estimate_memory(parsed(base)), "forward", &Terms::gradients) == 0);
+    CHECK(phase_bytes(estimate_memory(parsed(foundry)), "forward", &Terms::gradients) == 0);
+}
+
 TEST_CASE("transformers' Trainer: FSDP 2 by default from 5.10, FSDP 1 before") {
     // training_args.py: fsdp_config.get("version", 1) through 5.9.0, get("version", 2) from 5.10.0 (the wheels).
     const json fsdp = {{"model", "llama-3-8b"}, {"strategy", "fsdp"}, {"gpus", 4}};

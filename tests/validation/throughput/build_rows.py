@@ -394,7 +394,7 @@ for title, tag, rows_commit, ic in lf_tables:
             assumptions.append("8 GPUs per node (not stated); the network is stated per node (1600 Gb/s), i.e. 200 Gb/s = 25 GB/s per GPU with 8 GPUs per node")
         else:
             assumptions.append("network and GPUs per node not stated (MosaicML platform)")
-        cfg = {"framework": "hf", "model": {"hf_config": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+        cfg = {"framework": "llm-foundry", "model": {"hf_config": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
                                                           "expansion_ratio": 4, "max_seq_len": seq, "vocab_size": 50368,
                                                           "attn_config": {"attn_impl": "triton", "alibi": False}, "no_bias": False,
                                                           "learned_pos_emb": True, "norm_type": "low_precision_layernorm"}},
