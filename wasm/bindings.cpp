@@ -1,7 +1,7 @@
-// Embind bindings: the core's text-in/text-out API, unchanged. Nothing but type translation lives here.
-// Every call returns the core's JSON text; a bad request returns {"errors":[{"field","message"}]} and the module
-// keeps working (the core never throws or aborts). The planner is in its own module (plan_bindings.cpp), fetched
-// when the page asks for a plan.
+// Embind bindings of the page's module: the core's text-in/text-out API, unchanged. Nothing but type translation
+// lives here. Every call returns the core's JSON text; a bad request returns {"errors":[{"field","message"}]} and the
+// module keeps working (the core never throws or aborts). The exports and the AdamW step are in the details' module
+// (details_bindings.cpp), the planner in its own (plan_bindings.cpp): each fetched when the page needs it.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -13,21 +13,16 @@
 
 namespace {
 
-emscripten::val estimate(const std::string& config_json) { return js_text(vramcalc::estimate_json(config_json).json); }
+// The report without its evidence (the details' module's `estimate` has it).
 emscripten::val answer(const std::string& config_json) {
     return js_text(vramcalc::estimate_json(config_json, false).json);
 }
 emscripten::val evidence(const std::string& config_json) { return js_text(vramcalc::evidence_json(config_json).json); }
+emscripten::val sweep(const std::string& request_json) { return js_text(vramcalc::sweep_json(request_json).json); }
 emscripten::val models() { return js_text(vramcalc::models_json()); }
 emscripten::val search_models(const std::string& query, int limit) {
     return js_text(vramcalc::search_models_json(query, limit).json);
 }
-emscripten::val sweep(const std::string& request_json) { return js_text(vramcalc::sweep_json(request_json).json); }
-emscripten::val deepspeed_config(const std::string& config_json) {
-    return js_text(vramcalc::deepspeed_json(config_json).json);
-}
-emscripten::val exports(const std::string& config_json) { return js_text(vramcalc::exports_json(config_json).json); }
-emscripten::val adamw_step(const std::string& request_json) { return js_text(vramcalc::adamw_json(request_json).json); }
 emscripten::val presets() { return js_text(vramcalc::presets_json()); }
 emscripten::val schema() { return js_text(vramcalc::schema_text()); }
 emscripten::val describe(const std::string& config_json) { return js_text(vramcalc::describe_json(config_json).json); }
@@ -41,15 +36,11 @@ double bench_estimates(const std::string& config_json, double seconds) {
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(vramcalc) {
-    emscripten::function("estimate", &estimate);
     emscripten::function("answer", &answer);
     emscripten::function("evidence", &evidence);
+    emscripten::function("sweep", &sweep);
     emscripten::function("models", &models);
     emscripten::function("searchModels", &search_models);
-    emscripten::function("sweep", &sweep);
-    emscripten::function("deepspeedConfig", &deepspeed_config);
-    emscripten::function("exports", &exports);
-    emscripten::function("adamwStep", &adamw_step);
     emscripten::function("presets", &presets);
     emscripten::function("schema", &schema);
     emscripten::function("describe", &describe);

@@ -16,8 +16,9 @@ import { loadCalculator } from './load.js';
 import { showFieldErrors, showLinkProblems } from './errors.js';
 import { baseArch, fitTargets, syncTargets } from './targets.js';
 
-let mod;
+let mod;             // the page's WebAssembly module (wasm/bindings.cpp)
 let details = null;  // details.js, loaded after the first estimate
+let more = null;     // the exports' WebAssembly module (wasm/details_bindings.cpp), fetched on demand
 let presets;
 let catalog = [];
 let state = initialState();
@@ -609,7 +610,8 @@ function update(sync) {
       details.renderEvidence(JSON.parse(mod.evidence(text)).evidence);
       details.showMakeFit(r, JSON.stringify(config));
       renderCharts(config, r);
-      details.renderExports(typeof mod.exports === 'function' ? JSON.parse(mod.exports(text)) : null);
+      exportsText = text;
+      renderExports();
     };
     const rest = () => {
       renderSuggestions(r, applySuggestion);
@@ -626,7 +628,8 @@ function update(sync) {
     $('fits').dataset.fits = 'invalid';
     $('fits').textContent = 'Invalid';
     $('verdict-text').textContent = 'Fix the highlighted settings; the figures below are from the last valid configuration.';
-    if (details) details.renderExports(null);
+    exportsText = null;
+    if (details) renderExports();
     if (lastResult) showCompare();
   }
   showMini(valid);
@@ -721,12 +724,40 @@ let showDetails = null;
 async function loadDetails() {
   details = await import('./details.js');
   details.initExports();
-  details.initAdamw(mod);
   if (showDetails) showDetails();
   showDetails = null;
-  if (!lastResult) details.renderExports(null);
+  if (!lastResult) renderExports();
   document.body.dataset.details = 'true';
   performance.mark('vramcalc:details');
+  watchExports();
+}
+
+// The exports of the latest valid configuration (null while a field is invalid), written by the details' WebAssembly
+// module once it is in: it is fetched when the export or AdamW card comes near the view, so that a first visit loads
+// only what the answer needs.
+let exportsText = null;
+function renderExports() {
+  details.renderExports(exportsText === null ? null : more ? JSON.parse(more.exports(exportsText)) : undefined);
+}
+function watchExports() {
+  const near = new IntersectionObserver((entries) => {
+    if (!entries.some((e) => e.isIntersecting)) return;
+    near.disconnect();
+    loadExports();
+  }, { rootMargin: '50% 0px' });
+  for (const id of ['export-card', 'adamw-form']) near.observe($(id));
+}
+async function loadExports() {
+  try {
+    more = await details.createModule();
+  } catch (err) {
+    console.error('vramcalc: the exports\' module did not load', err);
+    details.renderExports(false);
+    return;
+  }
+  details.initAdamw(more);
+  renderExports();
+  document.body.dataset.exports = 'true';
 }
 
 performance.mark('vramcalc:app-start');

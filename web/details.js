@@ -5,3 +5,9 @@ export { initAdamw } from './adamw.js';
 export { renderEvidence } from './evidence.js';
 export { renderExports, initExports } from './exports.js';
 export { showMakeFit, searchPlans, sizeRun } from './plans.js';
+
+// The WebAssembly module of the exports and the AdamW step (wasm/details_bindings.cpp), fetched when app.js asks.
+export async function createModule() {
+  const { default: create } = await import('./vramcalc-details.js');
+  return create();
+}

@@ -11,13 +11,17 @@ const valid = (e) => e && typeof e === 'object' && ['id', 'title', 'filename', '
 
 // report: the core's {"exports": [...]} or {"errors": [...]}; null when the configuration is invalid (or the module
 // has no exports). An error is never shown as it came: the card says what to do.
+// `report`: the core's exports; null while a field is invalid; undefined while their module loads; false if it failed.
 export function renderExports(report) {
   const ok = report && Array.isArray(report.exports);
   list = ok ? report.exports.filter(valid) : [];
   const note = $('export-note');
   note.hidden = ok && list.length > 0;
-  note.textContent = note.hidden ? '' : !report ? 'Fix the highlighted settings first: the exports are written for a valid configuration.'
-    : ok ? 'None of the exported tools can express this configuration as estimated.' : 'No export can be written for this configuration.';
+  note.textContent = note.hidden ? ''
+    : report === undefined ? 'Writing the exports…'
+      : report === false ? 'The exports could not be loaded: check the connection, then reload the page.'
+        : !report ? 'Fix the highlighted settings first: the exports are written for a valid configuration.'
+          : ok ? 'None of the exported tools can express this configuration as estimated.' : 'No export can be written for this configuration.';
   $('export-tabs').hidden = !list.length;
   $('export-panel').hidden = !list.length;
   if (!list.length) return;

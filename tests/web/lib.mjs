@@ -32,10 +32,17 @@ export function requirePlaywright() {
   }
 }
 
-export async function loadModule() {
+// The page's WebAssembly module (wasm/bindings.cpp), or with `name` another of the site's ('vramcalc-details').
+export async function loadModule(name = 'vramcalc') {
   requireSite();
-  const { default: create } = await import(join(SITE, 'vramcalc.js'));
-  return create({ wasmBinary: readFileSync(join(SITE, 'vramcalc.wasm')) });
+  const { default: create } = await import(join(SITE, `${name}.js`));
+  return create({ wasmBinary: readFileSync(join(SITE, `${name}.wasm`)) });
+}
+
+// Brings the export card into view, which fetches the exports' module, and waits for the exports it writes.
+export async function showExports(page) {
+  await page.locator('#export-card').scrollIntoViewIfNeeded();
+  await page.waitForSelector('body[data-exports=true]', { timeout: 15000 });
 }
 
 // Runs the native CLI on one request; returns {code, stdout}.

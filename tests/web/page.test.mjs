@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { cli, ARTIFACTS, CLI, unfoldSettings } from './lib.mjs';
+import { cli, showExports, ARTIFACTS, CLI, unfoldSettings } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -83,6 +83,7 @@ test('the figures shown match the native CLI, as the inputs change', async () =>
   assert.ok((await page.$$('#bar .seg')).length >= 4);
   assert.ok((await page.$$('#chart-mb circle')).length >= 8, 'the micro-batch chart has its points');
   assert.ok((await page.$$('#chart-seq circle')).length >= 8, 'the sequence chart has its points');
+  await showExports(page);
   await page.click('#export-tabs [data-export=deepspeed]');
   assert.match(await page.textContent('#export-text'), /"stage": 2/);
 

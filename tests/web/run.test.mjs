@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { openPage, settle, cli, ARTIFACTS, CLI } from './lib.mjs';
+import { openPage, settle, cli, showExports, ARTIFACTS, CLI } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -52,6 +52,7 @@ test('exports: per strategy and stack the CLI’s own files, with Copy and Downl
       await page.goto(server.url + query);
       await page.waitForSelector('body[data-ready=true][data-details=true]');
     }
+    await showExports(page);
     await settle(page);
     const want = run('exports', await shownConfig(page)).exports;
     assert.ok(want.length > 0, `${name}: the CLI writes at least one export`);
@@ -74,6 +75,7 @@ test('exports: per strategy and stack the CLI’s own files, with Copy and Downl
   // Copy and Download of the selected export (the Blob URL has its file name; nothing goes out).
   await page.goto(server.url + STRATEGIES.deepspeed);
   await page.waitForSelector('body[data-ready=true][data-details=true]');
+  await showExports(page);
   const ds = run('exports', await shownConfig(page)).exports.find((e) => e.id === 'deepspeed');
   await page.click('#export-tabs [data-export=deepspeed]');
   await page.click('#copy-export');

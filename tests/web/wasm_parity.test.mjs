@@ -5,10 +5,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { loadModule, cli, requireCli, CLI } from './lib.mjs';
 
+// The page's module (the answer, sweeps, evidence, presets) and the details' (the full report, exports, AdamW), as one.
 let mod;
 before(async () => {
   requireCli();
-  mod = await loadModule();
+  const page = await loadModule();
+  const more = await loadModule('vramcalc-details');
+  mod = { answer: page.answer, sweep: page.sweep, evidence: page.evidence, presets: page.presets, benchEstimates: page.benchEstimates,
+    estimate: more.estimate, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
 });
 
 // mulberry32: a small deterministic generator, so every run checks the same configurations.
@@ -108,6 +112,10 @@ test('estimate: byte-identical JSON to the native CLI on 300 generated configura
     if (native.code === 0) {
       valid++;
       assert.equal(wasm + '\n', native.stdout, `config #${i}: ${text}`);
+      // The page's answer is the same report without its evidence.
+      const { evidence, ...answer } = JSON.parse(wasm);
+      assert.ok(evidence, `config #${i}: the full report has its evidence`);
+      assert.deepEqual(JSON.parse(mod.answer(text)), answer, `config #${i}: the page's answer`);
     } else {
       invalid++;
       assert.equal(native.code, 2, `config #${i}: ${text}`);
@@ -237,12 +245,13 @@ test('the module keeps working after bad calls', () => {
   const bad = ['', 'null', '[]', '{', '"x"', '{"model":{}}', '{"seq_len":"a"}', 'x'.repeat(2 << 20),
     '{"model":{"hf_config":[]}}', '\u0000\uffff', '{"gpu":{"memory_gib":1e999}}', '{"micro_batch":1e20}'];
   for (const text of bad) {
-    for (const f of ['estimate', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
+    for (const f of ['answer', 'estimate', 'evidence', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
       const out = JSON.parse(mod[f](text));
       assert.ok(Array.isArray(out.errors) && out.errors.length > 0, `${f}(${text.slice(0, 40)})`);
     }
   }
   assert.equal(mod.estimate(good), expected);
+  assert.deepEqual(JSON.parse(mod.answer(good)), (({ evidence, ...rest }) => rest)(JSON.parse(expected)));
   assert.ok(mod.benchEstimates(good, 0.01) > 0);
   assert.equal(mod.benchEstimates('{"seq_len":0}', 0.01), -1);
 });

@@ -70,8 +70,9 @@ HF = {"model_type": "llama", "vocab_size": VOCAB, "hidden_size": DIM, "intermedi
 
 
 def _case(name, dp=1, tp=1, pp=1, ac="none", sdpa_patch=True, n_micro=1, schedule="1F1B",
-          loss_parallel=True, impl="fused"):
+          loss_parallel=True, impl="fused", grad_accum=1):
     world = dp * tp * pp
+    assert grad_accum == 1 or pp == 1, "gradient accumulation is only driven without PP here"
     fsdp = dp > 1
     # torchtitan: FSDP2 params bf16 / reduce fp32; with TP or PP but without FSDP, maybe_enable_amp
     # disables mixed precision (fp32 training)
@@ -79,7 +80,7 @@ def _case(name, dp=1, tp=1, pp=1, ac="none", sdpa_patch=True, n_micro=1, schedul
     ckpt = {"none": "none", "full": "full", "op": "selective-op", "2": {"mode": "layers", "every": 2}}[ac]
     cfg = {"framework": "torchtitan", "framework_version": "0.2.2", "model": {"hf_config": copy.deepcopy(HF)}, "seq_len": SEQ,
            "micro_batch": MB,
-           "grad_accum": n_micro if pp > 1 else 1, "precision": precision, "optimizer": "adamw",
+           "grad_accum": n_micro if pp > 1 else grad_accum, "precision": precision, "optimizer": "adamw",
            "optimizer_impl": "fused" if impl == "fused" else impl, "finetune": "full", "attention": "flash",
            "checkpointing": ckpt, "strategy": "fsdp" if fsdp else "ddp" if world > 1 else "single", "fsdp_version": 2,
            "gpus": world, "tp": tp, "pp": pp, "cp": 1, "loss_parallel": bool(loss_parallel and tp > 1),
@@ -113,11 +114,17 @@ def _case(name, dp=1, tp=1, pp=1, ac="none", sdpa_patch=True, n_micro=1, schedul
         notes.append("pipeline_llm: %d stages (one per pp rank), schedule %s, %d microbatches of %d; "
                      "FSDP2 reshard_after_forward=False for every unit under PP (torchtitan default)"
                      % (pp, schedule, n_micro, MB))
+    if grad_accum > 1:
+        notes.append("gradient accumulation %d (Trainer.train_step: global_batch_size = local_batch_size x dp x %d): "
+                     "all %d micro-batches of %d are drawn first and their valid tokens summed (one dist_sum), then "
+                     "forward_backward_step per micro-batch with plain loss.backward(); gradient sync is never "
+                     "disabled, so every micro-batch's backward reduce-scatters and only the sharded fp32 "
+                     "gradients carry over to the next micro-batch" % (grad_accum, grad_accum, grad_accum, MB))
     notes.append("loss: cross_entropy(pred.flatten(0,1).float(), reduction='sum') / global valid tokens; "
                  "clip_grad_norm_(max_norm=1.0, foreach=True) before the optimizer step")
     return {"name": name, "config": cfg, "dp": dp, "tp": tp, "pp": pp, "ac": ac, "sdpa_patch": sdpa_patch,
             "n_micro": n_micro, "schedule": schedule, "loss_parallel": loss_parallel and tp > 1,
-            "impl": impl, "world": world, "notes": notes}
+            "impl": impl, "world": world, "grad_accum": grad_accum, "notes": notes}
 
 
 CASES = [
@@ -126,6 +133,9 @@ CASES = [
     _case("fsdp2_ac_selop", dp=2, ac="op"),
     _case("fsdp2_ac_selop_nopatch", dp=2, ac="op", sdpa_patch=False),
     _case("fsdp2_ac_layer2", dp=2, ac="2"),
+    _case("fsdp2_ga2_ac_none", dp=2, grad_accum=2),
+    _case("fsdp2_ga4_ac_none", dp=2, grad_accum=4),
+    _case("fsdp2_ga2_ac_full", dp=2, ac="full", grad_accum=2),
     _case("fsdp2_tp2_ac_none", dp=2, tp=2),
     _case("fsdp2_tp2_ac_selop", dp=2, tp=2, ac="op"),
     _case("fsdp2_tp2_ac_full", dp=2, tp=2, ac="full"),
@@ -145,6 +155,8 @@ def job_config(case):
     jc = JobConfig()
     jc.training.seq_len = SEQ
     jc.training.local_batch_size = MB * (case["n_micro"] if case["pp"] > 1 else 1)
+    # Trainer.__init__: gradient_accumulation_steps = global_batch_size // (local_batch_size * dp degree)
+    jc.training.global_batch_size = jc.training.local_batch_size * case["dp"] * case["grad_accum"]
     jc.training.mixed_precision_param = "bfloat16"
     jc.training.mixed_precision_reduce = "float32"
     jc.training.max_norm = 1.0
@@ -479,8 +491,12 @@ def worker(args):
             dp_rank = pd.get_mesh("batch").get_local_rank() if pd.dp_enabled else 0
             g = torch.Generator().manual_seed(1 + 100 * dp_rank)
             nb = case["n_micro"] if case["pp"] > 1 else 1
+            # gradient accumulation: Trainer.train_step draws gradient_accumulation_steps micro-batches of
+            # local_batch_size (all of them before the first forward) and runs forward_backward_step on each
+            ga = jc.training.global_batch_size // (jc.training.local_batch_size * (pd.dp_shard * pd.dp_replicate))
+            assert ga == case["grad_accum"]
             batches = []
-            for _ in range(1):
+            for _ in range(ga):
                 ids = torch.randint(0, VOCAB, (MB * nb, SEQ + 1), generator=g)
                 batches.append((ids[:, :-1].contiguous(), ids[:, 1:].contiguous()))
         hooks = []
@@ -489,6 +505,7 @@ def worker(args):
         torch.manual_seed(2)
         losses = []
         tracer = None
+        micro_start_grad = []  # tensor-computed gradient bytes when each micro-batch of the measured step starts
         for i in range(steps):
             opts.zero_grad()
             gc.collect()
@@ -511,7 +528,10 @@ def worker(args):
                     gvt = dist_utils.dist_sum(local_valid, pd.get_mesh("batch"))
                 else:
                     gvt = local_valid.float()
+                accumulated_losses = []  # train_step keeps every micro-batch's loss.detach() until the end
                 for m, (inputs, labels) in enumerate(batches):
+                    if last:
+                        micro_start_grad.append(grad_bytes(parts))
                     with record_function("micro%d" % m):
                         if pd.pp_enabled:
                             with train_context():
@@ -525,16 +545,17 @@ def worker(args):
                         else:
                             with train_context():
                                 with record_function("phase:forward"):
-                                    ctx = tracer.hooks() if (last and tracer) else contextlib.nullcontext()
+                                    ctx = tracer.hooks() if (last and tracer and m == 0) else contextlib.nullcontext()
                                     with amp, ctx:
                                         pred = model(inputs)
                                         loss_sum = loss_fn(pred, labels)
                                         loss = loss_sum / gvt
                                     del pred, loss_sum
-                                if last and tracer:
+                                if last and tracer and m == 0:
                                     tracer.walk(loss)
                                 with record_function("phase:backward"):
                                     loss.backward()
+                        accumulated_losses.append(loss.detach())
                         losses.append(float(loss.detach().full_tensor() if hasattr(loss, "full_tensor")
                                             else loss.detach().sum()))
                 with record_function("phase:clip"):
@@ -552,7 +573,7 @@ def worker(args):
                                                for v in st.values() if isinstance(v, torch.Tensor)])
                 shard_param_bytes = live_tensor_bytes([p for m in parts for p in m.parameters()])
                 gn = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
-            del loss, grad_norm
+            del loss, grad_norm, accumulated_losses
         dist.barrier()
     for h in hooks:
         h.remove()
@@ -586,9 +607,12 @@ def worker(args):
     phase_peak = {p: 0 for p in phases}
     phase_op = {}
     micro_peak = defaultdict(int)
+    micro_fwd_start = {}  # curve value just before the first block of each micro-batch's forward
     for i, n in enumerate(in_step):
-        cur += n.extra_fields.alloc_size
         ph, mi = _describe(n)[:2]
+        if mi is not None and ph == "forward" and mi not in micro_fwd_start:
+            micro_fwd_start[mi] = step_start + cur
+        cur += n.extra_fields.alloc_size
         if ph in phase_peak and cur > phase_peak[ph]:
             phase_peak[ph] = cur
             phase_op[ph] = n
@@ -605,6 +629,9 @@ def worker(args):
         "peak_micro": _describe(pk)[1],
         "peak_op": _opname(pk),
         "grad_bytes_before_optimizer": mid_grad,
+        "grad_accum": case["grad_accum"] if not pd.pp_enabled else None,
+        "micro_forward_start_bytes": [micro_fwd_start[k] for k in sorted(micro_fwd_start, key=lambda s: int(s[5:]))],
+        "grad_bytes_at_micro_start": micro_start_grad,
         "optimizer_state_bytes": opt_state,
         "sharded_param_bytes": shard_param_bytes,
         "losses": [round(x, 6) for x in losses[-len(batches):]],
