@@ -83,8 +83,8 @@ const std::vector<FrameworkProfile> kProfiles = {
     // llm-foundry on Composer (llm-foundry v0.21.0, Composer v0.31.0): FSDP 1 units per decoder block
     // (MPTModel.fsdp_wrap_fn, hf_fsdp.py for Hugging Face models), amp_bf16, the model returning logits to Composer's
     // loss, fused_crossentropy (flash-attn's kernel) as MPT's default loss_fn, PEFT adapters for LoRA, QLoRA
-    // through transformers' from_pretrained.
-    {Framework::llm_foundry, "llm-foundry", "0", "", "llm-foundry 0.21.0 + Composer 0.31.0", "bf16-mixed", "", AdapterDtype::fp32, Loss::fused, 8, false, false, 1,
+    // through transformers' from_pretrained. One revision, also for earlier releases (the 2023 benchmark tables).
+    {Framework::llm_foundry, "llm-foundry", "0.21.0", "", "llm-foundry 0.21.0 + Composer 0.31.0", "bf16-mixed", "", AdapterDtype::fp32, Loss::fused, 8, false, false, 1,
      FsdpWrap::layers, false, FsdpLayout::root_kept, kReduceEach, false, false, kHfFull, kChunked, kChunked, ModelLoading::transformers},
 };
 
