@@ -122,3 +122,16 @@ TEST_CASE("fp8: the layers' projections at the float8 peak; attention and the lo
     CHECK(fp8.loss == Approx(bf16.loss));
     CHECK(fp8.model_flops_per_token == Approx(bf16.model_flops_per_token));  // MFU keeps the bf16 convention
 }
+
+TEST_CASE("FSDP's gradient reduce-scatter runs once per step under no_sync, once per micro-batch without it") {
+    // FULL_SHARD all-gathers the parameters in every micro-batch's forward and backward (2 x grad_accum volumes) and
+    // reduce-scatters the gradients (Rajbhandari et al. 2020 §7): once where the stack accumulates unsharded
+    // (transformers' Trainer), grad_accum times where each backward reduces (Composer, torchtune, torchtitan).
+    const double ga = 8;
+    json j = {{"model", "llama-2-7b"}, {"strategy", "fsdp"}, {"gpus", 16}, {"gpus_per_node", 8}, {"grad_accum", ga},
+              {"fsdp_version", 1}, {"precision", "bf16-mixed"}};
+    const StepTime no_sync = estimate_step_time(parsed(j));
+    j["framework"] = "llm-foundry";
+    const StepTime each = estimate_step_time(parsed(j));
+    CHECK(each.data_parallel / no_sync.data_parallel == Approx((2 * ga + ga) / (2 * ga + 1)).epsilon(1e-3));
+}
