@@ -70,14 +70,32 @@ HF = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermedia
 LORA = {"method": "lora", "rank": 8, "targets": ["q_proj", "v_proj"]}
 
 
-def _case(name, fsdp, finetune="full", grad_accum=1, precision="32-true", attention="eager", wrap="layer"):
+def _case(name, fsdp, finetune="full", grad_accum=1, precision="32-true", attention="eager", wrap="layer",
+          sync_each=False, framework=None, notes=None):
     cfg = {"model": {"hf_config": copy.deepcopy(HF)}, "seq_len": 128, "micro_batch": 2,
            "grad_accum": grad_accum, "precision": precision, "optimizer": "adamw",
            "optimizer_impl": "single-tensor", "finetune": copy.deepcopy(finetune), "attention": attention,
            "checkpointing": "none", "strategy": "fsdp", "zero": 3, "gpus": WORLD, "fsdp_version": fsdp,
            "gpu": {"name": "cpu", "memory_gib": 1000}, "device": "cpu",
            "fsdp_wrap": "adapters-apart" if wrap == "peft" else "layers"}
-    return {"name": name, "config": cfg, "wrap": wrap}
+    if framework is not None:  # its profile's loss is not what this loop computes: transformers' from labels
+        cfg["framework"], cfg["loss"] = framework, "full"
+    # sync_each: accumulate with a plain loss.backward() on every micro-batch (no no_sync() /
+    # set_requires_gradient_sync(False)): every backward reduce-scatters and only the sharded gradients carry over
+    # between micro-batches (Composer's microbatch loop, torchtune, torchtitan)
+    c = {"name": name, "config": cfg, "wrap": wrap, "sync_each": sync_each}
+    if notes:
+        c["notes"] = notes
+    return c
+
+
+SYNC_NOTES = [("plain FSDP 1 driven like Composer's microbatch loop: loss.backward() on every micro-batch, no "
+             "no_sync(), so every backward reduce-scatters; not Composer's code (no Composer/llm-foundry model, "
+             "loss or trainer). framework llm-foundry only selects vramcalc's per-micro-batch (sharded) FSDP "
+             "accumulation profile"),
+              ("loss full: the driver computes transformers' cross-entropy from labels inside the FSDP-wrapped "
+               "model; the llm-foundry profile's loss runs outside it (loss_in_model false), so FSDP's prefetch of "
+               "the last layer before the loss backward (about one bf16 layer here) is not counted")]
 
 
 CASES = [
@@ -94,6 +112,9 @@ CASES = [
     _case("fsdp1_lora_bf16", 1, LORA, precision="bf16-mixed"),
     _case("fsdp2_full_bf16", 2, precision="bf16-mixed"),
     _case("fsdp2_lora_bf16", 2, LORA, precision="bf16-mixed"),
+    _case("fsdp1_full_fp32_ga4_sync", 1, grad_accum=4, sync_each=True, framework="llm-foundry", notes=SYNC_NOTES),
+    _case("fsdp1_full_bf16_ga4_sync", 1, grad_accum=4, precision="bf16-mixed", sync_each=True,
+          framework="llm-foundry", notes=SYNC_NOTES),
 ]
 
 
@@ -262,6 +283,24 @@ def grad_bytes(model, version):
     return live_tensor_bytes([t for t in ts if isinstance(t, torch.Tensor)])
 
 
+def fsdp1_grad_state(model):
+    """Where FSDP1 keeps each unit's gradient after a backward (no tensors made)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    out = []
+    for m in FSDP.fsdp_modules(model):
+        if m._handle is None:
+            continue
+        fp = m._handle.flat_param
+        g, sv = fp.grad, getattr(fp, "_saved_grad_shard", None)
+        out.append({"unit": type(m.module).__name__,
+                    "grad": None if g is None else [int(g.numel()), str(g.dtype).replace("torch.", ""),
+                                                    g.untyped_storage().nbytes()],
+                    "has_saved_grad_shard": hasattr(fp, "_saved_grad_shard"),
+                    "saved_grad_shard": None if sv is None else [int(sv.numel()), str(sv.dtype).replace("torch.", "")],
+                    "shard_numel": int(fp._local_shard.numel())})
+    return out
+
+
 def count_params(model, version):
     """(total, trainable) parameters of the unsharded model."""
     tot = tr = 0
@@ -344,6 +383,7 @@ def worker(args):
             else contextlib.nullcontext
         torch.manual_seed(2)
         losses = []
+        grad_state = []
         for i in range(steps):
             opt.zero_grad(set_to_none=True)
             gc.collect()
@@ -356,7 +396,7 @@ def worker(args):
                 del pers  # holding them would keep FSDP1's previous-step flat_param.grad alive through the step
             with record_function("step%d" % i):
                 for m, (ids, labels) in enumerate(batches):
-                    sync = m == ga - 1
+                    sync = m == ga - 1 or case["sync_each"]
                     if version == 1:
                         ctx = contextlib.nullcontext() if sync else model.no_sync()
                     else:
@@ -373,6 +413,8 @@ def worker(args):
                         with record_function("phase:backward"):
                             loss.backward()
                         losses.append(float(loss))
+                        if last and version == 1 and case["sync_each"]:
+                            grad_state.append(fsdp1_grad_state(model))
                         if m < ga - 1:
                             del loss
                 if last:
@@ -421,9 +463,14 @@ def worker(args):
     phase_peak = {p: 0 for p in ("forward", "backward", "optimizer")}
     phase_op = {}
     micro_peak = defaultdict(int)
+    micro_start = {}
     for i, n in enumerate(in_step):
-        cur += n.extra_fields.alloc_size
         ph, mi = _describe(n)[:2]
+        if mi is not None and mi not in micro_start and n.extra_fields.alloc_size > 0:
+            # live bytes before the micro-batch's first allocation (after the frees that precede it: FSDP1 frees the
+            # previous step's flat_param.grad in the root's pre-forward of micro-batch 0)
+            micro_start[mi] = step_start + cur
+        cur += n.extra_fields.alloc_size
         if ph in phase_peak and cur > phase_peak[ph]:
             phase_peak[ph] = cur
             phase_op[ph] = n
@@ -446,6 +493,7 @@ def worker(args):
         "peak_micro": _describe(pk)[1],
         "peak_op": _opname(pk),
         "micro_phase_peaks": {k: step_start + v for k, v in sorted(micro_peak.items())},
+        "micro_start_bytes": dict(sorted(micro_start.items())),
         "grad_bytes_before_optimizer": mid_grad,
         "grad_bytes_after_step": end_grad,
         "optimizer_state_bytes": opt_state,
@@ -453,6 +501,8 @@ def worker(args):
         "losses": [round(x, 6) for x in losses[-ga:]],
         "gloo_internal": gloo_internal,
     }
+    if grad_state:
+        measured["fsdp1_grad_state_after_micro"] = grad_state
     check = {"tensor_step_start_bytes": tensor_start, "step_net_bytes": cur,
              "tensor_end_minus_start": end_bytes - tensor_start}
     left = {}
@@ -624,7 +674,7 @@ def assemble(case, res):
     m["per_rank"] = per
     m["params_total"] = res[0]["params_total"]
     m["params_trainable"] = res[0]["params_trainable"]
-    return {"name": case["name"], "config": case["config"], "measured": m,
+    rec = {"name": case["name"], "config": case["config"], "measured": m,
             "check": [r["check"] for r in res], "layout": [r["layout"] for r in res],
             "fsdp": {"version": case["config"]["fsdp_version"],
                      "wrap": ("each LlamaDecoderLayer, then the root" if case["wrap"] == "layer" else
@@ -639,7 +689,9 @@ def assemble(case, res):
                      "mixed_precision": ("param_dtype=bf16, reduce_dtype=bf16, buffer_dtype=fp32 (FSDP1) / "
                                          "output_dtype=bf16 (FSDP2), plus torch.autocast(cpu, bf16)")
                      if case["config"]["precision"] == "bf16-mixed" else None,
-                     "accumulation": ("no_sync() for micro-batches 0..%d" % (case["config"]["grad_accum"] - 2)
+                     "accumulation": ("plain loss.backward() on every micro-batch, no no_sync(): each backward "
+                                      "reduce-scatters (Composer-style microbatch loop)" if case["sync_each"] else
+                                      "no_sync() for micro-batches 0..%d" % (case["config"]["grad_accum"] - 2)
                                       if case["config"]["fsdp_version"] == 1 else
                                       "set_requires_gradient_sync(False) for micro-batches 0..%d"
                                       % (case["config"]["grad_accum"] - 2))
@@ -654,6 +706,9 @@ def assemble(case, res):
                          "accelerate": _ver("accelerate"), "python": sys.version.split()[0]},
             "torch": torch.__version__, "device": "cpu",
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
+    if case.get("notes"):
+        rec["notes"] = case["notes"]
+    return rec
 
 
 SEP = "=" * 110
