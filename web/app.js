@@ -18,7 +18,7 @@ import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;             // the page's WebAssembly module (wasm/bindings.cpp)
 let details = null;  // details.js, loaded after the first estimate
-let more = null;     // the exports' WebAssembly module (wasm/details_bindings.cpp), fetched on demand
+let more = null;     // the exports' WebAssembly module (wasm/details_bindings.cpp), fetched on demand; false if it failed
 let presets;
 let catalog = [];
 let state = initialState();
@@ -737,7 +737,7 @@ async function loadDetails() {
 // only what the answer needs.
 let exportsText = null;
 function renderExports() {
-  details.renderExports(exportsText === null ? null : more ? JSON.parse(more.exports(exportsText)) : undefined);
+  details.renderExports(exportsText === null ? null : more ? JSON.parse(more.exports(exportsText)) : more === false ? false : undefined);
 }
 function watchExports() {
   const near = new IntersectionObserver((entries) => {
@@ -752,7 +752,8 @@ async function loadExports() {
     more = await details.createModule();
   } catch (err) {
     console.error('vramcalc: the exports\' module did not load', err);
-    details.renderExports(false);
+    more = false;
+    renderExports();
     return;
   }
   details.initAdamw(more);

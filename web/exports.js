@@ -9,9 +9,8 @@ let selected = '';
 const safeName = (name) => (/^[\w.-]{1,80}$/.test(String(name)) ? String(name) : 'vramcalc-export.txt');
 const valid = (e) => e && typeof e === 'object' && ['id', 'title', 'filename', 'text'].every((k) => typeof e[k] === 'string');
 
-// report: the core's {"exports": [...]} or {"errors": [...]}; null when the configuration is invalid (or the module
-// has no exports). An error is never shown as it came: the card says what to do.
-// `report`: the core's exports; null while a field is invalid; undefined while their module loads; false if it failed.
+// report: the core's {"exports": [...]} or {"errors": [...]}; null while a field is invalid; undefined while their
+// module loads; false if it could not load. An error is never shown as it came: the card says what to do.
 export function renderExports(report) {
   const ok = report && Array.isArray(report.exports);
   list = ok ? report.exports.filter(valid) : [];

@@ -23,18 +23,18 @@ const seconds = Number(process.argv[2] || 1);
 const onDemand = (f) => f.startsWith('vramcalc-plan.') || f.startsWith('vramcalc-details.');
 let raw = 0;
 let gz = 0;
-let planGz = 0;
+let onDemandGz = 0;
 console.log('Site files (build/wasm/site):');
 for (const f of readdirSync(SITE).sort()) {
   const data = readFileSync(join(SITE, f));
   const z = gzipSync(data, { level: 9 }).length;
-  if (onDemand(f)) planGz += z;
+  if (onDemand(f)) onDemandGz += z;
   else raw += data.length, gz += z;
   console.log(`  ${f.padEnd(20)} ${String(data.length).padStart(8)} B raw ${String(z).padStart(8)} B gzip${onDemand(f) ? '  (on demand)' : ''}`);
 }
 console.log(`  ${'the page'.padEnd(20)} ${String(raw).padStart(8)} B raw ${String(gz).padStart(8)} B gzip` +
   `  (goal <= ${GOALS.gzip / 1024} KB gzip: ${gz <= GOALS.gzip ? 'met' : 'MISSED'}); the planner's and the details' modules on demand: ` +
-  `${(planGz / 1024).toFixed(1)} KB gzip`);
+  `${(onDemandGz / 1024).toFixed(1)} KB gzip`);
 
 const mod = await loadModule();
 const node = mod.benchEstimates(CONFIG, seconds);

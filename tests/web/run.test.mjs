@@ -110,6 +110,20 @@ test('exports: per strategy and stack the CLI’s own files, with Copy and Downl
   await context.close();
 });
 
+test('exports: the answer never waits for their module; when it cannot load, the card says so and the page goes on', async () => {
+  const { page, context } = await open(STRATEGIES.deepspeed, { viewport: { width: 1400, height: 1000 },
+    setup: (ctx) => ctx.route(/vramcalc-details\.wasm/, (route) => route.abort()) });
+  const requested = await page.evaluate(() => performance.getEntriesByType('resource').some((e) => e.name.includes('vramcalc-details')));
+  assert.equal(requested, false, 'not fetched while the export card is out of view');
+  await page.locator('#export-card').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /could not be loaded/.test(document.getElementById('export-note').textContent));
+  await page.fill('#f-seq_len', '1024');
+  await settle(page);
+  assert.match(await page.textContent('#export-note'), /could not be loaded/, 'a later update keeps the failure in words');
+  assert.equal(JSON.parse((await page.textContent('#config-json'))).seq_len, 1024, 'the answer still follows the fields');
+  await context.close();
+});
+
 test('what this rests on: the core’s evidence beside the answer, collapsible, from the keyboard; not in the compact embed', async () => {
   const query = '?model=llama-3-8b&gpu=a100-40gb&finetune=lora';
   const { page, context, log } = await open(query, { viewport: { width: 1400, height: 1000 } });
