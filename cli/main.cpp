@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
             std::cerr << "error: cannot read " << argv[2] << "\n";
             return 2;
         }
-        if (cmd == "estimate") return print_result(vramcalc::estimate_json(input, true, &vramcalc::make_plans), table);
+        if (cmd == "estimate") return print_result(vramcalc::estimate_json(input, &vramcalc::make_plans), table);
         if (cmd == "plan") return print_result(vramcalc::plan_json(input), false);
         if (cmd == "sizing") return print_result(vramcalc::sizing_json(input), false);
         if (cmd == "sweep") return print_result(vramcalc::sweep_json(input), false);

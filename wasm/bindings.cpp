@@ -1,7 +1,7 @@
 // Embind bindings of the page's module: the core's text-in/text-out API, unchanged. Nothing but type translation
 // lives here. Every call returns the core's JSON text; a bad request returns {"errors":[{"field","message"}]} and the
-// module keeps working (the core never throws or aborts). The exports and the AdamW step are in the details' module
-// (details_bindings.cpp), the planner in its own (plan_bindings.cpp): each fetched when the page needs it.
+// module keeps working (the core never throws or aborts). The evidence, the exports and the AdamW step are in the
+// details' module (details_bindings.cpp), the planner in its own (plan_bindings.cpp): each fetched when the page needs it.
 #include <emscripten/bind.h>
 
 #include <string>
@@ -13,11 +13,8 @@
 
 namespace {
 
-// The report without its evidence (the details' module's `estimate` has it).
-emscripten::val answer(const std::string& config_json) {
-    return js_text(vramcalc::estimate_json(config_json, false).json);
-}
-emscripten::val evidence(const std::string& config_json) { return js_text(vramcalc::evidence_json(config_json).json); }
+// The report without its evidence (the details' module's `evidence` and `estimate` have it).
+emscripten::val answer(const std::string& config_json) { return js_text(vramcalc::answer_json(config_json).json); }
 emscripten::val sweep(const std::string& request_json) { return js_text(vramcalc::sweep_json(request_json).json); }
 emscripten::val models() { return js_text(vramcalc::models_json()); }
 emscripten::val search_models(const std::string& query, int limit) {
@@ -37,7 +34,6 @@ double bench_estimates(const std::string& config_json, double seconds) {
 
 EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("answer", &answer);
-    emscripten::function("evidence", &evidence);
     emscripten::function("sweep", &sweep);
     emscripten::function("models", &models);
     emscripten::function("searchModels", &search_models);

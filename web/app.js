@@ -18,7 +18,7 @@ import { baseArch, fitTargets, syncTargets } from './targets.js';
 
 let mod;             // the page's WebAssembly module (wasm/bindings.cpp)
 let details = null;  // details.js, loaded after the first estimate
-let more = null;     // the exports' WebAssembly module (wasm/details_bindings.cpp), fetched on demand; false if it failed
+let more = null;     // the evidence's and exports' WebAssembly module (wasm/details_bindings.cpp), fetched on demand; false if it failed
 let presets;
 let catalog = [];
 let state = initialState();
@@ -607,10 +607,10 @@ function update(sync) {
     renderAnswer(r, summaryLine(state, r.gpu.name, presets));
     showStackChoices(r.config);
     const below = () => {
-      details.renderEvidence(JSON.parse(mod.evidence(text)).evidence);
       details.showMakeFit(r, JSON.stringify(config));
       renderCharts(config, r);
       exportsText = text;
+      renderEvidence();
       renderExports();
     };
     const rest = () => {
@@ -732,10 +732,14 @@ async function loadDetails() {
   watchExports();
 }
 
-// The exports of the latest valid configuration (null while a field is invalid), written by the details' WebAssembly
-// module once it is in: it is fetched when the export or AdamW card comes near the view, so that a first visit loads
-// only what the answer needs.
+// The evidence and the exports of the latest valid configuration (null while a field is invalid), written by the
+// details' WebAssembly module once it is in: it is fetched when the evidence, the export or the AdamW card comes near
+// the view, so that the first estimate waits only for what the answer needs.
 let exportsText = null;
+function renderEvidence() {
+  if (more && exportsText !== null) details.renderEvidence(JSON.parse(more.evidence(exportsText)).evidence);
+  else if (more === false) $('evidence').hidden = true;
+}
 function renderExports() {
   details.renderExports(exportsText === null ? null : more ? JSON.parse(more.exports(exportsText)) : more === false ? false : undefined);
 }
@@ -745,7 +749,8 @@ function watchExports() {
     near.disconnect();
     loadExports();
   }, { rootMargin: '50% 0px' });
-  for (const id of ['export-card', 'adamw-form']) near.observe($(id));
+  // The evidence shows once written (hidden before): its place is watched through the line above it.
+  for (const id of ['params', 'export-card', 'adamw-form']) near.observe($(id));
 }
 async function loadExports() {
   try {
@@ -753,10 +758,12 @@ async function loadExports() {
   } catch (err) {
     console.error('vramcalc: the exports\' module did not load', err);
     more = false;
+    renderEvidence();
     renderExports();
     return;
   }
   details.initAdamw(more);
+  renderEvidence();
   renderExports();
   document.body.dataset.exports = 'true';
 }

@@ -56,12 +56,31 @@ bool read_axis(const json& request, const char* key, std::uint64_t fallback, std
 
 }  // namespace
 
-ApiResult estimate_json(const std::string& config_json, bool with_evidence, PlanMaker plans) {
+namespace {
+
+// The report of a configuration, with `add` given the report and its JSON; the parse's or the plan's error otherwise.
+template <class Add>
+ApiResult report_json(const std::string& config_json, PlanMaker plans, Add add) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);
     if (p.config.plan.on && !plans)
         return failure({{"plan", "is answered by the planner: plan() of the page's planner module, or vramcalc plan"}});
-    return {true, dump(report_to_json(make_report(p.config, plans), with_evidence))};
+    const Report r = make_report(p.config, plans);
+    nlohmann::json out = report_to_json(r);
+    add(r, out);
+    return {true, dump(out)};
+}
+
+}  // namespace
+
+ApiResult estimate_json(const std::string& config_json, PlanMaker plans) {
+    return report_json(config_json, plans, [](const Report& r, nlohmann::json& out) {
+        out["evidence"] = evidence_for(r.config, r.memory);  // what the estimate rests on (evidence.cpp)
+    });
+}
+
+ApiResult answer_json(const std::string& config_json) {
+    return report_json(config_json, nullptr, [](const Report&, nlohmann::json&) {});
 }
 
 ApiResult evidence_json(const std::string& config_json) {

@@ -13,7 +13,7 @@ ApiResult plan_json(const std::string& config_json) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);
     p.config.plan.on = true;
-    return {true, dump(report_to_json(make_report(p.config, &make_plans), false))};
+    return {true, dump(report_to_json(make_report(p.config, &make_plans)))};
 }
 
 ApiResult sizing_json(const std::string& config_json) {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "evidence/evidence.hpp"
 #include "setup/config_json.hpp"
 
 namespace vramcalc {
@@ -79,7 +78,7 @@ json sizing_to_json(const Sizing& s) {
     return {{"options", options}};
 }
 
-json report_to_json(const Report& r, bool with_evidence) {
+json report_to_json(const Report& r) {
     const MemoryEstimate& m = r.memory;
     json per_gpu = terms_to_json(m.at_peak());
     per_gpu["cuda_context"] = bytes(m.cuda_context);
@@ -114,7 +113,6 @@ json report_to_json(const Report& r, bool with_evidence) {
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
     if (m.loading_reserved > 0) out["loading_reserved_bytes"] = bytes(m.loading_reserved);
-    if (with_evidence) out["evidence"] = evidence_for(r.config, m);  // what the estimate rests on (evidence.cpp)
     // Time and cost (step_time.cpp).
     const StepTime& t = r.time;
     out["step_time_s"] = figure(t.step, t.known);

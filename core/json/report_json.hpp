@@ -7,8 +7,8 @@
 namespace vramcalc {
 
 nlohmann::json terms_to_json(const Terms&);
-// with_evidence: the committed measurements behind it too (evidence.cpp: the first of a kind parses its cases).
-nlohmann::json report_to_json(const Report&, bool with_evidence = true);
+// The report without its evidence (api.cpp adds it where asked: evidence.cpp parses its cases on first use).
+nlohmann::json report_to_json(const Report&);
 // A plan: {"changes": [{"change", "config", "changes_training"}], "config", "fits", "total_bytes", "step_time_s", ...}.
 nlohmann::json plan_to_json(const Plan&);
 // {"options": [{"gpu", "gpu_name", "gpus", "fits", "plan", "hours", "gpu_hours", "cost", "pareto"}]}.

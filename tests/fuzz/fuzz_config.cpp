@@ -83,7 +83,7 @@ void check_plans(const std::string& input, const vramcalc::ApiResult& r, const j
         CHECK_OR_FAIL(out.contains(group) && out[group].is_array(), "a plan group is missing");
         for (const json& p : out[group]) {
             CHECK_OR_FAIL(p.value("fits", false), "a plan does not fit");
-            const vramcalc::ApiResult again = vramcalc::estimate_json(p["config"].dump(), false);
+            const vramcalc::ApiResult again = vramcalc::answer_json(p["config"].dump());
             const json a = json::parse(again.json, nullptr, false);
             CHECK_OR_FAIL(again.ok && a.value("fits", false), "a plan's configuration does not fit on its own");
             CHECK_OR_FAIL(a["total_bytes"] == p["total_bytes"], "a plan's memory differs from its configuration's");

@@ -119,7 +119,7 @@ TEST_CASE("a configuration's model: an unambiguous spelling reads as its canonic
     CHECK(resolved("Meta-Llama-3.1-8B-Instruct") == "meta-llama/Llama-3.1-8B-Instruct");
     CHECK(resolved("https://huggingface.co/microsoft/phi-4/tree/main") == "microsoft/phi-4");
     // The echo is the canonical id.
-    const ApiResult r = estimate_json(R"({"model":"qwen3 8b"})", false);
+    const ApiResult r = answer_json(R"({"model":"qwen3 8b"})");
     REQUIRE(r.ok);
     CHECK(json::parse(r.json)["config"]["model"] == "Qwen/Qwen3-8B");
     // A typo, a missing suffix, a number that is not there: never guessed, the closest ids named.

@@ -413,20 +413,20 @@ TEST_CASE("plan and sizing through the JSON API") {
         for (const char* key : {"changes", "config", "fits", "total_bytes", "step_time_s", "gpus", "changes_training"})
             CHECK(p.contains(key));
         // The plan's echoed configuration, estimated on its own, gives the figures the plan shows.
-        const json again = json::parse(estimate_json(p["config"].dump(), false).json);
+        const json again = json::parse(answer_json(p["config"].dump()).json);
         CHECK(again["total_bytes"] == p["total_bytes"]);
         CHECK(again["step_time_s"] == p["step_time_s"]);
         CHECK(again["fits"] == true);
     }
     CHECK(report.contains("plans_changing_training"));
-    CHECK_FALSE(json::parse(estimate_json(kLlama13bOnOneA100.dump(), false).json).contains("plans"));
+    CHECK_FALSE(json::parse(answer_json(kLlama13bOnOneA100.dump()).json).contains("plans"));
     // "plan" in an estimate: plans where a planner is given (the CLI), else an error naming it (the page's module).
     json asks = kLlama13bOnOneA100;
     asks["plan"] = true;
-    const ApiResult without = estimate_json(asks.dump(), false);
+    const ApiResult without = answer_json(asks.dump());
     CHECK_FALSE(without.ok);
     CHECK(json::parse(without.json)["errors"][0]["field"] == "plan");
-    CHECK(json::parse(estimate_json(asks.dump(), false, &make_plans).json)["plans"] == report["plans"]);
+    CHECK(json::parse(estimate_json(asks.dump(), &make_plans).json)["plans"] == report["plans"]);
 
     json run = kLlama13bOnOneA100;
     run["train_tokens"] = 1e8, run["price_per_gpu_hour"] = 2, run["plan"] = {{"max_gpus", 2}};

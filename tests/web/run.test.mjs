@@ -110,13 +110,17 @@ test('exports: per strategy and stack the CLI’s own files, with Copy and Downl
   await context.close();
 });
 
-test('exports: the answer never waits for their module; when it cannot load, the card says so and the page goes on', async () => {
+test('evidence and exports: the answer never waits for their module; when it cannot load, they say so and the page goes on', async () => {
+  const painted = [];  // per request of the module: had the page painted its first estimate?
   const { page, context } = await open(STRATEGIES.deepspeed, { viewport: { width: 1400, height: 1000 },
-    setup: (ctx) => ctx.route(/vramcalc-details\.wasm/, (route) => route.abort()) });
-  const requested = await page.evaluate(() => performance.getEntriesByType('resource').some((e) => e.name.includes('vramcalc-details')));
-  assert.equal(requested, false, 'not fetched while the export card is out of view');
+    setup: (ctx) => ctx.route(/vramcalc-details\.wasm/, async (route) => {
+      painted.push(await route.request().frame().evaluate(() => performance.getEntriesByName('vramcalc:first-estimate').length > 0));
+      await route.abort();
+    }) });
   await page.locator('#export-card').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => /could not be loaded/.test(document.getElementById('export-note').textContent));
+  assert.deepEqual(painted, [true], 'requested once, after the first estimate');
+  assert.equal(await page.isHidden('#evidence'), true, 'no evidence without its module');
   await page.fill('#f-seq_len', '1024');
   await settle(page);
   assert.match(await page.textContent('#export-note'), /could not be loaded/, 'a later update keeps the failure in words');
@@ -127,6 +131,7 @@ test('exports: the answer never waits for their module; when it cannot load, the
 test('what this rests on: the core’s evidence beside the answer, collapsible, from the keyboard; not in the compact embed', async () => {
   const query = '?model=llama-3-8b&gpu=a100-40gb&finetune=lora';
   const { page, context, log } = await open(query, { viewport: { width: 1400, height: 1000 } });
+  await page.waitForSelector('body[data-exports=true]');  // the evidence's module: its place is in view
   const ev = run('estimate', await shownConfig(page)).evidence;
   assert.equal(await page.textContent('#evidence-summary'), ev.summary);
   assert.equal(await page.isVisible('#evidence-groups'), false, 'collapsed at first');
@@ -148,7 +153,7 @@ test('what this rests on: the core’s evidence beside the answer, collapsible, 
   await page.locator('#answer').screenshot({ path: join(ARTIFACTS, 'answer-time-evidence.png') });
   // A run no measurement covers: the summary says so, no groups listed.
   await page.goto(server.url + STRATEGIES.megatron);
-  await page.waitForSelector('body[data-ready=true][data-details=true]');
+  await page.waitForSelector('body[data-ready=true][data-details=true][data-exports=true]');
   const ev2 = run('estimate', await shownConfig(page)).evidence;
   assert.equal(await page.textContent('#evidence-summary'), ev2.summary);
   assert.equal(await page.$$eval('#evidence-groups > li', (li) => li.length), ev2.measured.length);

@@ -5,14 +5,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { loadModule, cli, requireCli, CLI } from './lib.mjs';
 
-// The page's module (the answer, sweeps, evidence, presets) and the details' (the full report, exports, AdamW), as one.
+// The page's module (the answer, sweeps, presets) and the details' (the evidence, the full report, exports, AdamW), as one.
 let mod;
 before(async () => {
   requireCli();
   const page = await loadModule();
   const more = await loadModule('vramcalc-details');
-  mod = { answer: page.answer, sweep: page.sweep, evidence: page.evidence, presets: page.presets, benchEstimates: page.benchEstimates,
-    estimate: more.estimate, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
+  mod = { answer: page.answer, sweep: page.sweep, presets: page.presets, benchEstimates: page.benchEstimates,
+    estimate: more.estimate, evidence: more.evidence, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
 });
 
 // mulberry32: a small deterministic generator, so every run checks the same configurations.
