@@ -82,7 +82,7 @@ Report make_report(const Config& c, PlanMaker plans) {
     if (bf16(c.precision) && c.device == Device::cuda && !supports_bf16(c.gpu))
         warn(c.gpu.name + " has no bf16 support: use 16-mixed");
     const double math = sdpa_math_layers(step);
-    if (c.attention == Attention::flash && (c.gpu.id.rfind("v100", 0) == 0 || c.gpu.id == "t4") && math == 0)
+    if (c.attention == Attention::flash && sm_version(c.gpu) > 0 && sm_version(c.gpu) < 80 && math == 0)
         warn("FlashAttention-2 needs an Ampere or newer GPU; " + c.gpu.name + " falls back to memory-efficient SDPA");
     if (math > 0) {
         const std::string why = step.compute_element == 4 ? "SDPA has no fused kernel for fp32 with grouped kv heads"

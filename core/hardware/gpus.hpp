@@ -16,14 +16,23 @@ struct Gpu {
     double link_gbps = 0;        // to the other GPUs of a node, per direction: NVLink, else PCIe
     double pcie_gbps = 0;        // to the host, per direction
     double network_gbps = 0;     // across nodes, per GPU, in the vendor's reference system (DGX/HGX)
+    double compute_capability = 0;  // NVIDIA's (8.0 A100, 9.0 H100); 0: AMD's, or a custom GPU that does not say
+    bool rocm = false;              // AMD's (ROCm)
 };
 
 const std::vector<Gpu>& gpu_catalog();
 const Gpu* find_gpu(const std::string& id);
+// The compute capability times ten (80, 86, 89, 90, 100), as the rules below and CUDA's sources compare it; 0 when
+// not an NVIDIA GPU or not stated.
+int sm_version(const Gpu&);
+// Whether the GPU's architecture is known: a catalog GPU, or a custom one that states its compute capability.
+bool architecture_known(const Gpu&);
 // FP8 tensor cores (torch._scaled_mm): compute capability 8.9 or newer (Ada, Hopper, Blackwell), or AMD's MI300.
 bool supports_fp8(const Gpu&);
-// bf16 tensor cores: Ampere and newer, MI200 and newer; Volta (V100) and Turing (T4) compute in fp16. A custom GPU is
-// taken to have them.
+// bf16 tensor cores: compute capability 8.0 and newer (Ampere), AMD's; Volta (V100) and Turing (T4) compute in fp16.
+// A custom GPU that does not state its compute capability is taken to have them.
 bool supports_bf16(const Gpu&);
+// Hopper and newer (compute capability 9.0 and up): FlashAttention-2 reaches a smaller share of their peak.
+bool hopper_or_newer(const Gpu&);
 
 }  // namespace vramcalc

@@ -5,6 +5,7 @@
 
 #include "model/families.hpp"
 
+#include "memory/device_overheads.hpp"
 #include "memory/memory_common.hpp"
 
 namespace vramcalc {
@@ -418,7 +419,7 @@ double torchao_cast_bytes(const Step& c, bool backward) {
 
 // Hopper and Ada run FP8 GEMMs in the TN layout only, so a tensor both GEMMs read keeps its data and a transposed
 // copy; Blackwell (B200) reads one copy both ways (csrc/quantizer.cpp with_transpose; stacks/fp8 A.2).
-double fp8_both_layouts_element_bytes(const Step& c) { return c.gpu.id == "b200" ? 1 : 2; }
+double fp8_both_layouts_element_bytes(const Step& c) { return sm_version(c.gpu) >= 100 ? 1 : 2; }
 
 // One te.Linear's fp8 copies beyond what it saves (linear.py _linear_forward, _linear_backward; stacks/fp8 A.3).
 // Forward: its input's row-wise copy, dropped after the GEMM (Blackwell saves that one copy), and under FSDP 2 its
@@ -497,12 +498,9 @@ double fp8_scaling_state_bytes(const Step& c) {
     return gemms * ((megatron ? 1 : 1024) + 1) * 5 * 4;
 }
 
-// PyTorch's default cuBLAS workspace: 32 MiB on sm90, else 4096 KiB x 2 + 16 KiB x 8
-// (aten/src/ATen/cuda/CublasHandlePool.cpp); taken from the caching allocator.
+// PyTorch's default cuBLAS workspace (device_overheads.hpp), taken from the caching allocator.
 double cublas_workspace_bytes(const Step& c) {
-    if (c.device == Device::cpu) return 0;
-    const bool sm90 = c.gpu.id.rfind("h100", 0) == 0 || c.gpu.id == "h200";
-    return sm90 ? 32.0 * 1024 * 1024 : 4096.0 * 1024 * 2 + 16.0 * 1024 * 8;
+    return c.device == Device::cpu ? 0 : double(cublas_workspaces(sm_version(c.gpu)).cublas);
 }
 
 // The CUDA context (driver, kernels loaded lazily, cuBLAS/cuDNN handles) lives outside the caching

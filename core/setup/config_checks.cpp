@@ -82,7 +82,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
     // Transformer Engine as read in tests/validation/stacks/fp8 (A.8): Megatron-LM's TE layers, or accelerate's
     // conversion of a dense model's nn.Linear modules to te.Linear (one GPU, DDP, DeepSpeed, FSDP).
     const bool te = c.fp8_recipe == Fp8Recipe::te_delayed || c.fp8_recipe == Fp8Recipe::te_current;
-    if (te && c.gpu.id == "mi300x")
+    if (te && c.gpu.rocm)
         err("fp8_recipe", "Transformer Engine is NVIDIA's (ROCm's fork is not modelled): use \"torchao-tensorwise\"");
     else if (te && (is_moe(a) || c.finetune.method != FinetuneMethod::full || c.method != TrainingMethod::sft ||
                     c.checkpointing == Checkpointing::selective_op ||
@@ -92,7 +92,7 @@ void check_consistency(const Config& c, std::vector<FieldError>& errors) {
                           "context parallelism, not GPT-2's Conv1D, not \"selective-op\")");
     if (c.fp8_recipe != Fp8Recipe::none && c.device == Device::cpu)
         err("precision", "FP8 matmuls (torch._scaled_mm) run on CUDA only");
-    if (c.fp8_recipe != Fp8Recipe::none && c.gpu.id != "custom" && !supports_fp8(c.gpu))
+    if (c.fp8_recipe != Fp8Recipe::none && architecture_known(c.gpu) && !supports_fp8(c.gpu))
         err("precision", c.gpu.name + " has no FP8 tensor cores: FP8 training needs compute capability 8.9 or newer "
                          "(Ada, Hopper, Blackwell) or an MI300");
     if (is_trl(c)) {

@@ -386,6 +386,9 @@ std::vector<Key> build_keys() {
         if (i == 1) r.first([](Config& c) { c.gpu.fp16_tflops = c.gpu.bf16_tflops; }).after({"gpu.bf16_tflops"});
         child("gpu", std::move(r));
     }
+    child("gpu", Row("gpu.compute_capability", "", T::number).bind(member<&Config::gpu, &Gpu::compute_capability>())
+                     .range(0, 20).echoed(Echo::when_set).defaults("0 (not stated: bf16 and FP8 taken as supported)")
+                     .shown(G::none, "compute_capability", "A custom GPU’s NVIDIA compute capability (8.0 A100, 8.9 Ada, 9.0 H100). As for a catalog GPU, it decides bf16 and FP8 support, the attention kernels, the cuBLAS workspace and attention’s share of the peak."));
     add(Row("device", "device", T::choice).bind(member<&Config::device>()).pick(view(kDevice)).defaults("\"cuda\"")
             .shown(G::gpu, "Kernels", "\"cuda\", or \"cpu\" to model PyTorch’s CPU kernels (what the CPU validation measures)."));
     add(Row("torch", "torch", T::choice).bind(member<&Config::torch>()).pick(view(kTorch)).defaults("\"2\"")

@@ -111,9 +111,7 @@ double peak_flops(const Step& c) {
 }
 
 double attention_fraction(const Step& c) {
-    const std::string& id = c.gpu.id;
-    const bool hopper_or_newer = id.rfind("h100", 0) == 0 || id.rfind("h200", 0) == 0 || id.rfind("b200", 0) == 0;
-    return hopper_or_newer ? kHopperAttentionFraction : kAttentionFraction;
+    return hopper_or_newer(c.gpu) ? kHopperAttentionFraction : kAttentionFraction;
 }
 
 // The element-wise work (norms, activations, residual adds, rotary, dropout, softmax) reads and writes what the

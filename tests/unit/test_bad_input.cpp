@@ -244,6 +244,8 @@ TEST_CASE("zero, negative and absurd sizes are named", "[bad_input]") {
     expect_fields(R"({"gpu":{"memory_gib":0}})", {"gpu.memory_gib"});
     expect_fields(R"({"gpu":{"memory_gib":-5}})", {"gpu.memory_gib"});
     expect_fields(R"({"gpu":{"memory_gib":1e300}})", {"gpu.memory_gib"});
+    expect_fields(R"({"gpu":{"memory_gib":80,"compute_capability":25}})", {"gpu.compute_capability"});
+    expect_fields(R"({"gpu":{"memory_gib":80,"compute_capability":"9.0"}})", {"gpu.compute_capability"});
     const std::string arch = R"("layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100)";
     expect_fields(R"({"model":{"layers":0,"hidden":64,"heads":4,"ffn":128,"vocab":100}})", {"model.layers"});
     expect_fields(R"({"model":{"layers":2,"hidden":1048577,"heads":1,"ffn":128,"vocab":100}})", {"model.hidden"});

@@ -135,3 +135,44 @@ TEST_CASE("FSDP's gradient reduce-scatter runs once per step under no_sync, once
     const StepTime each = estimate_step_time(parsed(j));
     CHECK(each.data_parallel / no_sync.data_parallel == Approx((2 * ga + ga) / (2 * ga + 1)).epsilon(1e-3));
 }
+
+TEST_CASE("a custom GPU that states its compute capability runs as the catalog GPU of that capability") {
+    // The H100 SXM's own figures (the catalog's datasheet row), as a user would type them for a custom GPU.
+    const json h100 = {{"name", "H100 as typed"}, {"memory_gib", 81559.0 / 1024}, {"bandwidth_gbps", 3350},
+                       {"bf16_tflops", 989}, {"fp16_tflops", 989}, {"fp32_tflops", 67}, {"link_gbps", 450},
+                       {"pcie_gbps", 64}};
+    json j = {{"model", "llama-3-8b"}, {"finetune", {{"method", "lora"}}}, {"seq_len", 8192}, {"gpu", "h100-80gb"}};
+    const Report catalog = make_report(parsed(j));
+    j["gpu"] = h100, j["gpu"]["compute_capability"] = 9.0;
+    const Report stated = make_report(parsed(j));
+    CHECK(stated.time.step == Approx(catalog.time.step).epsilon(1e-12));
+    CHECK(stated.memory.total == Approx(catalog.memory.total).epsilon(1e-12));  // Hopper's 32 MiB cuBLAS workspace
+    j["gpu"].erase("compute_capability");  // unstated: FlashAttention-2's Ampere share of the peak, 8 MiB cuBLAS
+    const Report unstated = make_report(parsed(j));
+    CHECK(unstated.time.attention < catalog.time.attention);
+    CHECK(catalog.memory.peak_allocated - unstated.memory.peak_allocated == Approx(32.0 * 1024 * 1024 - 8519680));
+    // FP8 needs compute capability 8.9: a custom Ampere part is told so, an unstated one is not checked.
+    j["precision"] = "fp8", j["fp8_recipe"] = "torchao-tensorwise", j["finetune"] = "full";
+    CHECK(parse_config(j).ok());
+    j["gpu"]["compute_capability"] = 8.0;
+    const ParsedConfig ampere = parse_config(j);
+    REQUIRE_FALSE(ampere.ok());
+    CHECK(ampere.errors[0].field == "precision");
+    j["gpu"]["compute_capability"] = 8.9;
+    CHECK(parse_config(j).ok());
+}
+
+TEST_CASE("the FlashAttention-2 fallback is told for pre-Ampere NVIDIA parts only") {
+    auto warns = [](const json& gpu) {
+        const Report r = make_report(parsed({{"model", "llama-2-7b"}, {"precision", "16-mixed"}, {"gpu", gpu}}));
+        for (const std::string& w : r.warnings)
+            if (w.find("FlashAttention-2 needs") != std::string::npos) return true;
+        return false;
+    };
+    CHECK(warns("v100-32gb"));
+    CHECK(warns("t4"));
+    CHECK_FALSE(warns("a100-80gb"));
+    CHECK_FALSE(warns("mi300x"));  // AMD's: no compute capability, not an old NVIDIA part
+    CHECK(warns({{"name", "x"}, {"memory_gib", 32}, {"compute_capability", 7.0}}));
+    CHECK_FALSE(warns({{"name", "x"}, {"memory_gib", 32}}));
+}

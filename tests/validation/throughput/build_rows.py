@@ -173,7 +173,7 @@ for i, (needle, wps, mfu, opt) in enumerate([("| 405B | 2 | full | 109 |", 109, 
         "framework": "torchtitan", "framework_version": "2024-08-23", "model": "meta-llama/Llama-3.1-405B", "seq_len": 8192,
         "micro_batch": 2, "grad_accum": 1, "precision": "bf16-mixed", "optimizer": "adamw", "strategy": "fsdp", "fsdp_version": 2,
         "tp": 8, "gpus": 128, "gpus_per_node": 8, "checkpointing": "full", "compile": True, "attention": "flash",
-        "gpu": {"name": "NVIDIA H100 95GB HBM2e (lower TDP)", "memory_gib": 87.5, "bf16_tflops": 989, "link_gbps": 450, "pcie_gbps": 64},
+        "gpu": {"name": "NVIDIA H100 95GB HBM2e (lower TDP)", "memory_gib": 87.5, "bf16_tflops": 989, "link_gbps": 450, "pcie_gbps": 64, "compute_capability": 9.0},
     }, ["bf16_tflops 989 is the SXM figure torchtitan divided by, an upper bound for this part (source footnote)",
         "memory_gib 87.5 = 94 GB (the doc says '128 H100 (94GB memory)', footnote 'H100(95GB)')", "compile true from the toml"],
         ["float8 linears (torchao)"] if fp8 else None, tkey="titan-405b-aug2024")
@@ -186,7 +186,7 @@ hw_gt = {"gpu": "NVIDIA H100 96GB HBM2e, 500 W power limit (Grand Teton)", "gpu_
          "interconnect_stated": True,
          "peak": {"bf16_dense_tflops": None, "source": "footnote 2: 'the actual peak TFLOPs number is between SXM and NVL, and we don't know its exact value' (NVL dense 835, SXM dense 989)"}}
 gt_gpu = {"name": "NVIDIA H100 96GB HBM2e (Grand Teton, 500 W)", "memory_gib": 94.5, "bf16_tflops": 989,
-          "bandwidth_gbps": 2400, "link_gbps": 450, "pcie_gbps": 64}
+          "bandwidth_gbps": 2400, "link_gbps": 450, "pcie_gbps": 64, "compute_capability": 9.0}
 gt_versions = "torch 1963fc8 (2024-12-23), torchao eab345c, torchtitan 9dec370 (2024-12-26)"
 gt_common_missing = ["GPU peak (500 W HBM2e H100; the source says it is between NVL and SXM and not known)"]
 gt_tables = []

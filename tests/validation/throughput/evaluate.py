@@ -44,6 +44,13 @@ def compiled_constants():
 
 HOPPER = ("h100", "h200", "b200")
 
+
+def generation(case):
+    """The GPU generation a row ran on (a custom GPU by its name)."""
+    gpu = case["config"].get("gpu") or "a100-80gb"  # the CLI's default GPU
+    name = gpu["name"].lower() if isinstance(gpu, dict) else gpu
+    return "hopper" if any(h in name for h in HOPPER) else "ampere" if "a100" in name else "other"
+
 # The same source's bf16 and float8 (torchao tensorwise) runs of one setup; the split is the float8 row's.
 # kFloat8MatmulFraction is fitted on the calibration pairs' speedups; the check: median |error| <= GOAL on the test
 # pairs. The 405B pair is estimated communication-bound (its network is assumed), so float8 changes nothing there.
@@ -173,6 +180,12 @@ def main():
         errs = [abs(error(c, c["est"]["tokens_per_s_per_gpu"])) for c in subset]
         summary[label] = (len(errs), statistics.median(errs) if errs else None, max(errs) if errs else None)
         print("%s: %d rows, median |error| %.1f%%, max %.1f%%" % (label, *summary[label]))
+    for split in ("test", "calibration"):
+        for gen in ("ampere", "hopper", "other"):
+            errs = [abs(error(c, c["est"]["tokens_per_s_per_gpu"])) for c in scored(cases, split) if generation(c) == gen]
+            if errs:
+                print("  %s, fully known, %s: %d rows, median |error| %.1f%%, max %.1f%%" % (
+                    split, gen, len(errs), statistics.median(errs), max(errs)))
     print("constants: " + ", ".join("%s %.2f" % kv for kv in k0.items()))
     if failed:
         print("CLI refused: " + ", ".join(failed))
