@@ -45,11 +45,16 @@ def compiled_constants():
 HOPPER = ("h100", "h200", "b200")
 
 
-def generation(case):
-    """The GPU generation a row ran on (a custom GPU by its name)."""
+def hopper(case):
+    """Hopper or newer as the core decides (core/hardware/gpus.cpp): the catalog id, or a custom GPU's compute capability."""
     gpu = case["config"].get("gpu") or "a100-80gb"  # the CLI's default GPU
-    name = gpu["name"].lower() if isinstance(gpu, dict) else gpu
-    return "hopper" if any(h in name for h in HOPPER) else "ampere" if "a100" in name else "other"
+    return gpu.get("compute_capability", 0) >= 9 if isinstance(gpu, dict) else gpu.startswith(HOPPER)
+
+
+def generation(case):
+    """The GPU generation a row ran on, for the per-generation summary."""
+    gpu = case["config"].get("gpu") or "a100-80gb"
+    return "hopper" if hopper(case) else "ampere" if "a100" in (gpu["name"].lower() if isinstance(gpu, dict) else gpu) else "other"
 
 # The same source's bf16 and float8 (torchao tensorwise) runs of one setup; the split is the float8 row's.
 # kFloat8MatmulFraction is fitted on the calibration pairs' speedups; the check: median |error| <= GOAL on the test
@@ -103,8 +108,7 @@ def rescaled(case, k0, k):
     """tokens_per_s_per_gpu with the constants k instead of the compiled k0 (each term scales with 1/its fraction)."""
     est = case["est"]
     t = est["time"]
-    gpu = case["config"].get("gpu", "")
-    att = "kHopperAttentionFraction" if isinstance(gpu, str) and gpu.startswith(HOPPER) else "kAttentionFraction"
+    att = "kHopperAttentionFraction" if hopper(case) else "kAttentionFraction"
     compute0 = t["compute_s"]
     compute = (t["matmul_s"] * k0["kMatmulFraction"] / k["kMatmulFraction"] +
                t["attention_s"] * k0[att] / k[att] +
