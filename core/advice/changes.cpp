@@ -347,8 +347,10 @@ const std::vector<ChangeRow> kChanges = {
 
 const std::vector<ChangeRow>& change_table() { return kChanges; }
 
-bool apply_patch(const Config& c, const json& patch, Config& out) {
-    json j = config_to_json(c);
+bool apply_patch(const Config& c, const json& patch, Config& out) { return apply_patch(config_to_json(c), patch, out); }
+
+bool apply_patch(const json& base, const json& patch, Config& out) {
+    json j = base;
     for (auto it = patch.begin(); it != patch.end(); ++it) j[it.key()] = it.value();
     ParsedConfig p = parse_config(j);
     if (!p.ok()) return false;

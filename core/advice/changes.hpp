@@ -46,6 +46,8 @@ struct ChangeRow {
 const std::vector<ChangeRow>& change_table();
 
 // The configuration with a patch applied, read again by parse_config; false when the result is not a valid one.
+// `base` is config_to_json of the configuration, for callers that apply many patches to one.
 bool apply_patch(const Config&, const nlohmann::json& patch, Config& out);
+bool apply_patch(const nlohmann::json& base, const nlohmann::json& patch, Config& out);
 
 }  // namespace vramcalc

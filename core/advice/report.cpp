@@ -8,6 +8,7 @@
 #include "memory/memory_common.hpp"
 #include "memory/memory_terms.hpp"
 #include "memory/phases.hpp"
+#include "setup/config_json.hpp"
 #include "setup/strategies.hpp"
 #include "setup/training_methods.hpp"
 
@@ -50,11 +51,12 @@ Report make_report(const Config& c, PlanMaker plans) {
 
     if (!r.memory.fits) {
         const ChangeContext x{c, r.memory.at_peak(), r.max_micro_batch};
+        const nlohmann::json base = config_to_json(c);
         for (const ChangeRow& row : change_table()) {
             if (!row.suggested_alone || !row.applies(x)) continue;
             const nlohmann::json patch = row.patch(x);
             Config changed;
-            if (!apply_patch(c, patch, changed)) continue;
+            if (!apply_patch(base, patch, changed)) continue;
             const Step after(changed);
             const MemoryEstimate m = estimate_memory(after);
             if (r.memory.total - m.total < 0.05 * kGiB) continue;  // nothing the report's 0.1 GiB figures would show

@@ -1,6 +1,7 @@
 #include "setup/schema.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "input/json_reader.hpp"
@@ -512,10 +513,14 @@ const std::vector<Key>& config_keys() {
     return keys;
 }
 
-const Key* find_key(const std::string& name) {
-    for (const Key& k : config_keys())
-        if (name == k.name) return &k;
-    return nullptr;
+const Key* find_key(std::string_view name) {
+    static const std::unordered_map<std::string_view, const Key*> by_name = [] {
+        std::unordered_map<std::string_view, const Key*> m;
+        for (const Key& k : config_keys()) m.emplace(k.name, &k);
+        return m;
+    }();
+    const auto it = by_name.find(name);
+    return it == by_name.end() ? nullptr : it->second;
 }
 
 const ChoiceView* choice_of(const Key& k, int value) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -101,7 +102,7 @@ struct Key {
 
 // Every key in reading order (a key's `before`, `late` and `applies` read only keys above it).
 const std::vector<Key>& config_keys();
-const Key* find_key(const std::string& name);
+const Key* find_key(std::string_view name);
 // The page's groups in its order. The basics are the short path a first-time user answers; every other group stays
 // folded until `opens` holds (a choice that needs it) or one of its keys is set or wrong.
 struct GroupRow {
