@@ -15,6 +15,10 @@ namespace {
 
 // The report without its evidence (the details' module's `evidence` and `estimate` have it).
 emscripten::val answer(const std::string& config_json) { return js_text(vramcalc::answer_json(config_json).json); }
+// The same with "suggestions": null: the page's first paint, its suggestions estimated in the task after it.
+emscripten::val answer_without_suggestions(const std::string& config_json) {
+    return js_text(vramcalc::answer_json(config_json, vramcalc::Advice::later).json);
+}
 emscripten::val sweep(const std::string& request_json) { return js_text(vramcalc::sweep_json(request_json).json); }
 emscripten::val models() { return js_text(vramcalc::models_json()); }
 emscripten::val search_models(const std::string& query, int limit) {
@@ -34,6 +38,7 @@ double bench_estimates(const std::string& config_json, double seconds) {
 
 EMSCRIPTEN_BINDINGS(vramcalc) {
     emscripten::function("answer", &answer);
+    emscripten::function("answerWithoutSuggestions", &answer_without_suggestions);
     emscripten::function("sweep", &sweep);
     emscripten::function("models", &models);
     emscripten::function("searchModels", &search_models);

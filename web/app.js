@@ -591,7 +591,9 @@ function update(sync) {
   if (sync) syncInputs();
   const config = toConfig(state);
   const text = JSON.stringify(config);
-  const r = JSON.parse(mod.answer(text));  // the evidence follows below the fold
+  // The evidence follows below the fold; on the first load the suggestions follow the painted answer too.
+  const first = document.body.dataset.ready !== 'true';
+  let r = JSON.parse(first ? mod.answerWithoutSuggestions(text) : mod.answer(text));
   const errors = r.errors || [];
   const own = new Map();
   if (hfError && state.model === 'hf') own.set('hf', hfError);
@@ -614,6 +616,11 @@ function update(sync) {
       renderExports();
     };
     const rest = () => {
+      if (lastResult !== r) return;  // a newer answer is shown (a change before the first load's next task)
+      if (r.suggestions === null) {
+        r = lastResult = JSON.parse(mod.answer(text));
+        showMini(true);
+      }
       renderSuggestions(r, applySuggestion);
       $('config-json').textContent = JSON.stringify(config, null, 2);
       showCompare();
@@ -621,7 +628,7 @@ function update(sync) {
       else showDetails = below;  // once their module is in
     };
     // On the first load the answer is painted first; the details follow in the next task.
-    if (document.body.dataset.ready === 'true') rest();
+    if (!first) rest();
     else setTimeout(rest, 0);
   } else {
     delete $('total').dataset.bytes;
@@ -654,8 +661,8 @@ function showMini(valid) {
   $('mini-capacity').textContent = r ? `of ${gib(r.gpu.capacity_bytes)} per GPU` : 'per GPU';
   $('mini-head').textContent = r ? (r.headroom_bytes >= 0 ? `${gib(r.headroom_bytes)} free` : `${gib(-r.headroom_bytes)} over`) : '';
   $('mini-mb').textContent = r ? `largest micro-batch ${r.max_micro_batch || 'none'}` : '';
-  const fix = valid && r && !r.fits ? r.suggestions.find((sgt) => sgt.fits) : null;
-  $('mini-fix').textContent = !valid ? 'Fix the highlighted settings' : !r || r.fits ? ''
+  const fix = valid && r && !r.fits && r.suggestions ? r.suggestions.find((sgt) => sgt.fits) : null;
+  $('mini-fix').textContent = !valid ? 'Fix the highlighted settings' : !r || r.fits || !r.suggestions ? ''
     : fix ? `First fix: ${fix.change} → ${gib(fix.total_bytes)}` : 'No single change fits';
 }
 

@@ -36,9 +36,10 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-Report make_report(const Config& c, PlanMaker plans) {
+Report make_report(const Config& c, PlanMaker plans, Advice advice) {
     Report r;
     r.config = c;
+    r.suggested = advice == Advice::now;
     const Step step(c);  // one derivation for the memory, the time and the warnings
     r.memory = estimate_memory(step);
     r.max_micro_batch = max_micro_batch(c);
@@ -49,7 +50,7 @@ Report make_report(const Config& c, PlanMaker plans) {
     }
     const Architecture& a = c.model;
 
-    if (!r.memory.fits) {
+    if (!r.memory.fits && r.suggested) {
         const ChangeContext x{c, r.memory.at_peak(), r.max_micro_batch};
         const nlohmann::json base = config_to_json(c);
         for (const ChangeRow& row : change_table()) {

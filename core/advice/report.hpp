@@ -29,6 +29,7 @@ struct Report {
     MemoryEstimate memory;
     std::uint64_t max_micro_batch = 0;  // 0 when not even 1 fits
     bool sequence_too_long = false;     // not even 1 fits, and one sequence of 1 token would: the sequence is the cause
+    bool suggested = true;                // false: the suggestions were not asked for (Advice::later)
     std::vector<Suggestion> suggestions;  // those that fit first, fastest first, then on fewer GPUs
     std::vector<std::string> warnings;
     StepTime time;
@@ -40,8 +41,12 @@ struct Report {
 // page's WebAssembly module) does not carry the planner.
 using PlanMaker = Plans (*)(const Config&, std::size_t count);
 
+// Whether the report estimates its suggestions now (each one a configuration estimated again) or leaves them to a
+// later call: the page paints its first answer without them.
+enum class Advice { now, later };
+
 // Everything: breakdown, largest micro-batch, what to change, warnings; the plans when the configuration asks and
 // a planner is given.
-Report make_report(const Config&, PlanMaker plans = nullptr);
+Report make_report(const Config&, PlanMaker plans = nullptr, Advice advice = Advice::now);
 
 }  // namespace vramcalc

@@ -60,12 +60,12 @@ namespace {
 
 // The report of a configuration, with `add` given the report and its JSON; the parse's or the plan's error otherwise.
 template <class Add>
-ApiResult report_json(const std::string& config_json, PlanMaker plans, Add add) {
+ApiResult report_json(const std::string& config_json, PlanMaker plans, Add add, Advice advice = Advice::now) {
     ParsedConfig p = parse_config(config_json);
     if (!p.ok()) return failure(p.errors);
     if (p.config.plan.on && !plans)
         return failure({{"plan", "is answered by the planner: plan() of the page's planner module, or vramcalc plan"}});
-    const Report r = make_report(p.config, plans);
+    const Report r = make_report(p.config, plans, advice);
     nlohmann::json out = report_to_json(r);
     add(r, out);
     return {true, dump(out)};
@@ -79,8 +79,8 @@ ApiResult estimate_json(const std::string& config_json, PlanMaker plans) {
     });
 }
 
-ApiResult answer_json(const std::string& config_json) {
-    return report_json(config_json, nullptr, [](const Report&, nlohmann::json&) {});
+ApiResult answer_json(const std::string& config_json, Advice advice) {
+    return report_json(config_json, nullptr, [](const Report&, nlohmann::json&) {}, advice);
 }
 
 ApiResult evidence_json(const std::string& config_json) {

@@ -22,8 +22,9 @@ ApiResult failure(const std::vector<FieldError>&);
 
 // The report with its evidence; with "plan" on, its plans from `plans` (make_plans), an error naming "plan" without one.
 ApiResult estimate_json(const std::string& config_json, PlanMaker plans = nullptr);
-// The report without its evidence nor plans: what the page paints first (its module links no evidence code).
-ApiResult answer_json(const std::string& config_json);
+// The report without its evidence nor plans: what the page paints first (its module links no evidence code); with
+// Advice::later its "suggestions" are null, for a second call to fill in.
+ApiResult answer_json(const std::string& config_json, Advice advice = Advice::now);
 // In json/plan_api.cpp, with the planner: the report with its plans, as with "plan": true whatever the configuration
 // says of `plan`; and which GPUs to rent, {"options": [...]} over the catalog (size_run).
 ApiResult plan_json(const std::string& config_json);

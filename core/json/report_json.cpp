@@ -109,7 +109,7 @@ json report_to_json(const Report& r) {
             {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total)},
             {"max_micro_batch", r.max_micro_batch},
             {"sequence_too_long", r.sequence_too_long},
-            {"suggestions", suggestions},
+            {"suggestions", r.suggested ? suggestions : json(nullptr)},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
     if (m.loading_reserved > 0) out["loading_reserved_bytes"] = bytes(m.loading_reserved);

@@ -11,7 +11,7 @@ before(async () => {
   requireCli();
   const page = await loadModule();
   const more = await loadModule('vramcalc-details');
-  mod = { answer: page.answer, sweep: page.sweep, presets: page.presets, benchEstimates: page.benchEstimates,
+  mod = { answer: page.answer, answerWithoutSuggestions: page.answerWithoutSuggestions, sweep: page.sweep, presets: page.presets, benchEstimates: page.benchEstimates,
     estimate: more.estimate, evidence: more.evidence, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
 });
 
@@ -116,6 +116,9 @@ test('estimate: byte-identical JSON to the native CLI on 300 generated configura
       const { evidence, ...answer } = JSON.parse(wasm);
       assert.ok(evidence, `config #${i}: the full report has its evidence`);
       assert.deepEqual(JSON.parse(mod.answer(text)), answer, `config #${i}: the page's answer`);
+      // Its first paint: the same with the suggestions left for the next call.
+      assert.deepEqual(JSON.parse(mod.answerWithoutSuggestions(text)), { ...answer, suggestions: null },
+        `config #${i}: the page's first answer`);
     } else {
       invalid++;
       assert.equal(native.code, 2, `config #${i}: ${text}`);
