@@ -18,6 +18,18 @@ function show(what, retry) {
   }
 }
 
+// The glue's factory with the module instantiated from `compiled` (Emscripten's instantiateWasm hook).
+function instantiate(create, compiled) {
+  return new Promise((ok, fail) => {
+    create({
+      instantiateWasm(imports, done) {
+        WebAssembly.instantiate(compiled, imports).then((instance) => done(instance, compiled), fail);
+        return {};
+      },
+    }).then(ok, fail);
+  });
+}
+
 let attempts = 0;
 let scriptFailed = false;
 
@@ -38,7 +50,9 @@ export async function loadCalculator(ready) {
       scriptFailed = true;
       throw err;
     }
-    mod = await create();
+    // The module compile.js compiled while the page was laid out; on a retry, or where that failed, the glue's own fetch.
+    const compiled = attempts === 1 && self.vramcalcCompiled ? await self.vramcalcCompiled.catch(() => null) : null;
+    mod = await (compiled ? instantiate(create, compiled) : create());
   } catch (err) {
     console.error('vramcalc: the WebAssembly module did not load', err);
     show('failed', retry);
