@@ -1,7 +1,6 @@
 #include "setup/schema.hpp"
 
 #include <algorithm>
-#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "input/json_reader.hpp"
@@ -514,13 +513,15 @@ const std::vector<Key>& config_keys() {
 }
 
 const Key* find_key(std::string_view name) {
-    static const std::unordered_map<std::string_view, const Key*> by_name = [] {
-        std::unordered_map<std::string_view, const Key*> m;
-        for (const Key& k : config_keys()) m.emplace(k.name, &k);
-        return m;
+    using Entry = std::pair<std::string_view, const Key*>;
+    static const std::vector<Entry> by_name = [] {  // sorted by name: a binary search
+        std::vector<Entry> v;
+        for (const Key& k : config_keys()) v.emplace_back(k.name, &k);
+        std::sort(v.begin(), v.end());
+        return v;
     }();
-    const auto it = by_name.find(name);
-    return it == by_name.end() ? nullptr : it->second;
+    const auto it = std::lower_bound(by_name.begin(), by_name.end(), Entry{name, nullptr});
+    return it != by_name.end() && it->first == name ? it->second : nullptr;
 }
 
 const ChoiceView* choice_of(const Key& k, int value) {
