@@ -691,10 +691,10 @@ json schema_json() {
     for (const GroupRow& g : key_groups()) {
         json order = json::array();
         for (const char* name : g.order) order.push_back(find_key(name)->link);
-        json j = {{"id", group_id(g.group)}, {"title", g.title}, {"order", order}};
+        json j = {{"id", group_id(g.group)}, {"title", g.title}, {"order", std::move(order)}};
         if (g.open) j["open"] = true;
         if (!g.opens.always()) j["opens"] = condition_json(g.opens);
-        groups.push_back(j);
+        groups.push_back(std::move(j));
     }
     json keys = json::array();
     for (const Key& k : config_keys()) {
@@ -710,7 +710,7 @@ json schema_json() {
         if (k.strict) j["strict"] = true;
         if (k.required) j["required"] = true;
         if (k.parent) j["parent"] = config_keys()[k.parent - 1].name;
-        keys.push_back(j);
+        keys.push_back(std::move(j));
     }
     json architecture = json::array();
     for (const ArchitectureKey& k : architecture_keys()) {
@@ -722,16 +722,21 @@ json schema_json() {
         if (k.common) j["common"] = true;
         if (*k.follows) j["follows"] = k.follows;
         if (!k.by.empty()) j["by"] = k.by;
-        architecture.push_back(j);
+        architecture.push_back(std::move(j));
     }
     json strategies = json::array();  // what each strategy's `zero` means, for the page
     for (const StrategyTraits& s : strategy_table()) {
         json stages = json::object();
         for (int z = 0; z < 4; ++z)
             if (s.zero_stages >> z & 1) stages[std::to_string(z)] = s.zero_labels[z];
-        strategies.push_back({{"name", s.name}, {"zero", stages}, {"max_gpus", s.max_gpus}});
+        strategies.push_back({{"name", s.name}, {"zero", std::move(stages)}, {"max_gpus", s.max_gpus}});
     }
-    return {{"groups", groups}, {"keys", keys}, {"architecture", architecture}, {"strategies", strategies}};
+    json schema = json::object();  // each part moved in: an initializer list would copy them whole
+    schema["groups"] = std::move(groups);
+    schema["keys"] = std::move(keys);
+    schema["architecture"] = std::move(architecture);
+    schema["strategies"] = std::move(strategies);
+    return schema;
 }
 
 namespace {
