@@ -49,7 +49,7 @@ json plan_to_json(const Plan& p) {
     json changes = json::array();
     for (const PlanChange& c : p.changes)
         changes.push_back({{"change", c.change}, {"config", c.patch}, {"changes_training", c.changes_training}});
-    json out = {{"changes", changes},
+    json out = {{"changes", std::move(changes)},
                 {"config", config_to_json(p.config)},
                 {"fits", p.memory.fits},
                 {"total_bytes", bytes(p.memory.total)},
@@ -73,9 +73,9 @@ json sizing_to_json(const Sizing& s) {
         j["hours"] = run ? figure(run->hours, true) : json();
         j["gpu_hours"] = run ? figure(run->gpu_hours, true) : json();
         j["cost"] = run && run->has_price ? figure(run->cost, true) : json();
-        options.push_back(j);
+        options.push_back(std::move(j));
     }
-    return {{"options", options}};
+    return {{"options", std::move(options)}};
 }
 
 json report_to_json(const Report& r) {
@@ -97,9 +97,9 @@ json report_to_json(const Report& r) {
     const std::uint64_t total = bytes(m.total), capacity = bytes(m.capacity);
     json out = {{"config", config_to_json(r.config)},
             {"parameters", {{"total", bytes(m.params_total)}, {"trainable", bytes(m.params_trainable)}}},
-            {"per_gpu_bytes", per_gpu},
+            {"per_gpu_bytes", std::move(per_gpu)},
             {"peak_phase", m.phases[m.peak_phase].name},
-            {"phases", phases},
+            {"phases", std::move(phases)},
             {"peak_allocated_bytes", bytes(m.peak_allocated)},
             {"peak_reserved_bytes", bytes(m.peak_reserved)},
             {"total_bytes", total},
@@ -109,7 +109,7 @@ json report_to_json(const Report& r) {
             {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total)},
             {"max_micro_batch", r.max_micro_batch},
             {"sequence_too_long", r.sequence_too_long},
-            {"suggestions", r.suggested ? suggestions : json(nullptr)},
+            {"suggestions", r.suggested ? std::move(suggestions) : json(nullptr)},
             {"warnings", r.warnings}};
     if (!m.stage.empty()) out["pipeline_stage"] = m.stage;
     if (m.loading_reserved > 0) out["loading_reserved_bytes"] = bytes(m.loading_reserved);
@@ -136,8 +136,8 @@ json report_to_json(const Report& r) {
         json plans = json::array(), changing = json::array();
         for (const Plan& p : r.plans.keeping_training) plans.push_back(plan_to_json(p));
         for (const Plan& p : r.plans.changing_training) changing.push_back(plan_to_json(p));
-        out["plans"] = plans;
-        out["plans_changing_training"] = changing;  // LoRA for full fine-tuning, a shorter sequence, fewer generations
+        out["plans"] = std::move(plans);
+        out["plans_changing_training"] = std::move(changing);  // LoRA for full fine-tuning, a shorter sequence, fewer generations
     }
     return out;
 }
