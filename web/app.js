@@ -642,10 +642,10 @@ function update(sync) {
   showMini(valid);
   const described = describeState(state);
   for (const f of FIELDS) $('row-' + fid(f.key)).hidden = !fieldVisible(f, described);
-  showGroups(described, document.body.dataset.ready !== 'true');
+  showGroups(described, first);
   updateUrl();
   performance.measure('vramcalc:update', { start: t0 });
-  if (document.body.dataset.ready !== 'true') {
+  if (first) {
     document.body.dataset.ready = 'true';
     performance.mark('vramcalc:first-estimate');
   }

@@ -11,7 +11,8 @@ before(async () => {
   requireCli();
   const page = await loadModule();
   const more = await loadModule('vramcalc-details');
-  mod = { answer: page.answer, answerWithoutSuggestions: page.answerWithoutSuggestions, sweep: page.sweep, presets: page.presets, benchEstimates: page.benchEstimates,
+  mod = { answer: page.answer, answerWithoutSuggestions: page.answerWithoutSuggestions, sweep: page.sweep, presets: page.presets,
+    benchEstimates: page.benchEstimates,
     estimate: more.estimate, evidence: more.evidence, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
 });
 
@@ -248,13 +249,14 @@ test('the module keeps working after bad calls', () => {
   const bad = ['', 'null', '[]', '{', '"x"', '{"model":{}}', '{"seq_len":"a"}', 'x'.repeat(2 << 20),
     '{"model":{"hf_config":[]}}', '\u0000\uffff', '{"gpu":{"memory_gib":1e999}}', '{"micro_batch":1e20}'];
   for (const text of bad) {
-    for (const f of ['answer', 'estimate', 'evidence', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
+    for (const f of ['answer', 'answerWithoutSuggestions', 'estimate', 'evidence', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
       const out = JSON.parse(mod[f](text));
       assert.ok(Array.isArray(out.errors) && out.errors.length > 0, `${f}(${text.slice(0, 40)})`);
     }
   }
   assert.equal(mod.estimate(good), expected);
   assert.deepEqual(JSON.parse(mod.answer(good)), (({ evidence, ...rest }) => rest)(JSON.parse(expected)));
+  assert.equal(JSON.parse(mod.answerWithoutSuggestions(good)).suggestions, null);
   assert.ok(mod.benchEstimates(good, 0.01) > 0);
   assert.equal(mod.benchEstimates('{"seq_len":0}', 0.01), -1);
 });
