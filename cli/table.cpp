@@ -60,8 +60,9 @@ std::string format_table(const std::string& report_json) {
     out += line;
     out += "per GPU at the peak (" + r["peak_phase"].get<std::string>() + "):\n";
     for (const char* k : {"weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
-                          "temporaries", "allocator_overhead", "cuda_context", "paged_optimizer_states"}) {
-        if (!r["per_gpu_bytes"].contains(k)) continue;  // paged states only with a paged optimizer
+                          "temporaries", "allocator_overhead", "collective_streams_cached", "cuda_context",
+                          "paged_optimizer_states"}) {
+        if (!r["per_gpu_bytes"].contains(k)) continue;  // paged states only with a paged optimizer, cached collective blocks only under FSDP
         std::snprintf(line, sizeof line, "  %-20s %s\n", k, gib(r["per_gpu_bytes"][k].get<double>()).c_str());
         out += line;
     }

@@ -14,6 +14,7 @@ export const TERMS = {
   logits: ['Logits', 'The vocabulary-wide output of the last layer (and its fp32 copy for the loss): micro-batch × sequence × vocabulary.'],
   temporaries: ['Temporaries', 'Short-lived buffers at the peak moment: the gradient being produced, attention scores, the foreach optimizer’s scratch copies.'],
   allocator_overhead: ['Allocator overhead', 'Memory PyTorch’s caching allocator has reserved but is not using (fragmentation): reserved minus allocated.'],
+  collective_streams_cached: ['Collective streams’ cache', 'Blocks FSDP’s all-gather and reduce-scatter streams keep cached (the sharded gradients freed by zero_grad, an all-gather buffer): reserved and shown by nvidia-smi, released by PyTorch before it would run out of memory, so not part of the verdict.'],
   cuda_context: ['CUDA context', 'The CUDA context, cuBLAS/cuDNN workspaces and loaded kernels: taken before the first tensor.'],
 };
 const PHASES = {

@@ -306,6 +306,12 @@ std::vector<Allowance> allowances(const Step& c, const MemoryEstimate& m) {
         out.push_back({"cublas_workspace", cublas_workspace_bytes(c),
                        "PyTorch's default cuBLAS workspace, read from aten/src/ATen/cuda/CublasHandlePool.cpp, not measured "
                        "(in temporaries)"});
+    if (m.collective_stream_cached > 0)
+        out.push_back({"collective_streams_cached", m.collective_stream_cached,
+                       "FSDP's blocks cached in its all-gather and reduce-scatter streams' pools at the peak (the sharded "
+                       "gradients zero_grad freed, an all-gather buffer), read from torch 2.13's FSDP and caching-allocator "
+                       "code, not measured on a GPU: in peak_reserved and total_bytes up to the card, not in the verdict "
+                       "(released before an out-of-memory error)"});
     if (cuda && c.gpus > 1)
         out.push_back({"nccl_buffers", 0,
                        "NCCL's communication buffers live outside PyTorch's allocator and are not counted (the multi-rank "

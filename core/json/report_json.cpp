@@ -83,6 +83,7 @@ json report_to_json(const Report& r) {
     json per_gpu = terms_to_json(m.at_peak());
     per_gpu["cuda_context"] = bytes(m.cuda_context);
     per_gpu["allocator_overhead"] = bytes(m.allocator_overhead);
+    if (m.collective_stream_cached > 0) per_gpu["collective_streams_cached"] = bytes(m.collective_stream_cached);
     if (m.paged_optimizer_states > 0) per_gpu["paged_optimizer_states"] = bytes(m.paged_optimizer_states);
     if (m.inference_engine > 0 && m.inference_engine_in_total) per_gpu["inference_engine"] = bytes(m.inference_engine);
     json phases = json::array();
@@ -106,7 +107,8 @@ json report_to_json(const Report& r) {
             {"cpu_bytes", bytes(m.cpu)},
             {"gpu", {{"id", r.config.gpu.id}, {"name", r.config.gpu.name}, {"capacity_bytes", capacity}}},
             {"fits", m.fits},
-            {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total)},
+            // What the step can still grow by: the collective streams' cached blocks are released for it.
+            {"headroom_bytes", std::int64_t(capacity) - std::int64_t(total) + std::int64_t(bytes(m.collective_stream_cached))},
             {"max_micro_batch", r.max_micro_batch},
             {"sequence_too_long", r.sequence_too_long},
             {"suggestions", r.suggested ? std::move(suggestions) : json(nullptr)},

@@ -224,6 +224,11 @@ MemoryEstimate estimate_memory(const Step& c) {
     m.cpu = cpu_offload_bytes(c);
     m.capacity = c.gpu.memory_gib * kGiB;
     m.fits = m.total <= m.capacity;
+    // Cached in the collective streams' pools, released when the card is full: reserved up to the card's capacity.
+    m.collective_stream_cached = std::min(collective_stream_cached_bytes(c, m.phases[m.peak_phase]),
+                                          std::max(0.0, m.capacity - m.total));
+    m.peak_reserved += m.collective_stream_cached;
+    m.total += m.collective_stream_cached;
     return m;
 }
 

@@ -31,13 +31,14 @@ struct MemoryEstimate {
     std::string stage;              // with pipeline parallelism, the busier stage: "first" or "last"
     double peak_allocated = 0;      // torch.cuda.max_memory_allocated() on the busiest GPU
     double allocator_overhead = 0;  // reserved - allocated
+    double collective_stream_cached = 0;  // free in FSDP's collective streams' pools at the peak, up to the capacity
     double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
     double loading_reserved = 0;    // what loading the model left reserved (model_loading.hpp); 0 when not replayed
     double cuda_context = 0;
     double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
     double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator
     bool inference_engine_in_total = true;  // false: a sleeping engine, freed at the step's peak
-    double total = 0;               // what nvidia-smi shows
+    double total = 0;               // what nvidia-smi shows (fits: without the collective streams' cached blocks)
     double cpu = 0;                 // RAM for offloaded states
     double capacity = 0;
     bool fits = false;

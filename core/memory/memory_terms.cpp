@@ -513,6 +513,25 @@ double allocator_overhead_bytes(const Step& c, double peak_allocated) {
     return c.device == Device::cpu ? 0 : 0.05 * peak_allocated;
 }
 
+// The caching allocator keeps one pool per stream: a freed block serves only allocations on the stream it was
+// allocated on (c10/cuda/CUDACachingAllocator.cpp, get_free_block matches BlockPool and stream). FSDP 2 allocates
+// each unit's reduce-scatter output, which becomes its sharded gradient, on the reduce-scatter stream, and the
+// all-gather output on the all-gather copy-in stream, keeping the previous unit's until the next all-gather
+// (torch 2.13 fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce, foreach_all_gather; _fsdp_param_group.py
+// wait_for_unshard); FSDP 1 the sharded gradient on the post-backward stream and the unsharded flat parameter on
+// the unshard stream, two units at most in flight (fsdp/_runtime_utils.py _reduce_grad, _unshard; limit_all_gathers).
+// zero_grad frees the gradients into the reduce-scatter pool, where they wait for the next backward: cached but free
+// whenever they are not live; the all-gather pool holds one unit free outside backward. Both are released by the
+// allocator's free-and-retry before it raises an out-of-memory error (release_cached_blocks: whole segments).
+double collective_stream_cached_bytes(const Step& c, const Phase& peak) {
+    if (c.device == Device::cpu || !fsdp_units(c) || !gathers_per_unit(c)) return 0;
+    // The sharded gradients live at the peak (under unsharded accumulation those of earlier micro-batches are not).
+    const double live = peak.name == "optimizer_step" ? peak.terms.gradients : accumulates_unsharded(c) ? 0 : peak.terms.gradients;
+    const double gradients = shards_gradients(c) ? std::max(0.0, gradients_bytes(c) - live) : 0;
+    const double gathered = peak.name == "backward" ? 0 : double(layer_params(c.model)) * c.compute_element / double(c.tp);
+    return gradients + gathered;
+}
+
 // DeepSpeed's estimators (stage_1_and_2.py / stage3.py) size offload RAM with a 1.5x buffer factor:
 // 16 bytes per parameter for the optimizer (fp32 master, gradient, two states), 18 with 16-bit parameters.
 // FSDP's CPU offload keeps the fp32 parameters themselves there, with no separate master copy.

@@ -1,6 +1,7 @@
 // One small function per memory term, each for the busiest GPU and in bytes.
 // Sources are cited beside each definition in memory_terms.cpp.
 #pragma once
+#include "memory/estimate.hpp"
 #include "memory/step.hpp"
 
 namespace vramcalc {
@@ -77,6 +78,9 @@ double cublas_workspace_bytes(const Step&);
 double float8_cast_bytes(const Step&, bool backward);  // float8 copies beyond the saved activations (torchao, TE)
 double cuda_context_bytes(const Step&);
 double allocator_overhead_bytes(const Step&, double peak_allocated);
+// FSDP's collective streams' pools in the caching allocator: what they hold cached but free at the peak, which the
+// compute stream cannot reuse (reserved, shown by nvidia-smi) but the allocator releases before an out-of-memory error.
+double collective_stream_cached_bytes(const Step&, const Phase& peak);
 double cpu_offload_bytes(const Step&);
 double offloaded_activation_bytes(const Step&);  // pinned CPU RAM holding offloaded activations
 

@@ -234,7 +234,10 @@ void check_allowances(const Config& c, const json& ev) {
     REQUIRE(context);
     REQUIRE(overhead);
     CHECK((*context)["bytes"].get<double>() == Approx(m.cuda_context).margin(0.5));
-    CHECK((*overhead)["bytes"].get<double>() == Approx(m.peak_reserved - m.peak_allocated).margin(0.5));
+    const json* cached = allowance(ev, "collective_streams_cached");
+    CHECK((cached != nullptr) == (m.collective_stream_cached > 0));
+    CHECK((*overhead)["bytes"].get<double>() + (cached ? (*cached)["bytes"].get<double>() : 0) ==
+          Approx(m.peak_reserved - m.peak_allocated).margin(0.5));
     CHECK((allowance(ev, "nccl_buffers") != nullptr) == (c.gpus > 1 && c.device == Device::cuda));
     CHECK((allowance(ev, "paged_optimizer_states") != nullptr) == (m.paged_optimizer_states > 0));
     if (m.paged_optimizer_states > 0)
