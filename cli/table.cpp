@@ -62,7 +62,7 @@ std::string format_table(const std::string& report_json) {
     for (const char* k : {"weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
                           "temporaries", "allocator_overhead", "collective_streams_cached", "cuda_context",
                           "paged_optimizer_states"}) {
-        if (!r["per_gpu_bytes"].contains(k)) continue;  // paged states only with a paged optimizer, cached collective blocks only under FSDP
+        if (!r["per_gpu_bytes"].contains(k)) continue;  // some terms only where they apply (FSDP, a paged optimizer)
         std::snprintf(line, sizeof line, "  %-20s %s\n", k, gib(r["per_gpu_bytes"][k].get<double>()).c_str());
         out += line;
     }

@@ -526,7 +526,7 @@ double allocator_overhead_bytes(const Step& c, double peak_allocated) {
 double collective_stream_cached_bytes(const Step& c, const Phase& peak) {
     if (c.device == Device::cpu || !fsdp_units(c) || !gathers_per_unit(c)) return 0;
     // The sharded gradients live at the peak (under unsharded accumulation those of earlier micro-batches are not).
-    const double live = peak.name == "optimizer_step" ? peak.terms.gradients : accumulates_unsharded(c) ? 0 : peak.terms.gradients;
+    const double live = accumulates_unsharded(c) && peak.name != "optimizer_step" ? 0 : peak.terms.gradients;
     const double gradients = shards_gradients(c) ? std::max(0.0, gradients_bytes(c) - live) : 0;
     const double gathered = peak.name == "backward" ? 0 : double(layer_params(c.model)) * c.compute_element / double(c.tp);
     return gradients + gathered;
