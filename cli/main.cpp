@@ -15,6 +15,7 @@ namespace {
 
 const char* kUsage =
     "usage: vramcalc estimate FILE|- [--table]   per-GPU memory of a training run\n"
+    "       vramcalc estimate FILE|- --timeline   the step's moments in order, live bytes by category\n"
     "       vramcalc plan FILE|-                  the estimate with its plans: the fastest combinations of changes that fit\n"
     "       vramcalc sizing FILE|-                which GPUs to rent, how many: each with its fastest plan, hours and cost\n"
     "       vramcalc sweep FILE|-                 peak memory over a micro_batch x seq_len grid\n"
@@ -105,13 +106,15 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench" && argc <= 3) return vramcalc::cli::bench(argc == 3 ? std::atof(argv[2]) : 1.0);
     const bool table = argc == 4 && std::string(argv[3]) == "--table" && cmd == "estimate";
+    const bool timeline = argc == 4 && std::string(argv[3]) == "--timeline" && cmd == "estimate";
     if ((cmd == "estimate" || cmd == "plan" || cmd == "sizing" || cmd == "sweep" || cmd == "deepspeed" || cmd == "exports" || cmd == "adamw" || cmd == "describe") &&
-        (argc == 3 || table)) {
+        (argc == 3 || table || timeline)) {
         std::string input;
         if (!read_input(argv[2], input)) {
             std::cerr << "error: cannot read " << argv[2] << "\n";
             return 2;
         }
+        if (timeline) return print_result(vramcalc::timeline_json(input), false);
         if (cmd == "estimate") return print_result(vramcalc::estimate_json(input, &vramcalc::make_plans), table);
         if (cmd == "plan") return print_result(vramcalc::plan_json(input), false);
         if (cmd == "sizing") return print_result(vramcalc::sizing_json(input), false);

@@ -73,6 +73,14 @@ ApiResult report_json(const std::string& config_json, PlanMaker plans, Add add, 
 
 }  // namespace
 
+ApiResult timeline_json(const std::string& config_json) {
+    ParsedConfig p = parse_config(config_json);
+    if (!p.ok()) return failure(p.errors);
+    const Step step(p.config);
+    const MemoryEstimate m = estimate_memory(step);
+    return {true, dump({{"timeline", timeline_to_json(step_timeline(step, m), m)}})};
+}
+
 ApiResult estimate_json(const std::string& config_json, PlanMaker plans) {
     return report_json(config_json, plans, [](const Report& r, nlohmann::json& out) {
         out["evidence"] = evidence_for(r.config, r.memory);  // what the estimate rests on (evidence.cpp)

@@ -29,6 +29,8 @@ ApiResult answer_json(const std::string& config_json, Advice advice = Advice::no
 // says of `plan`; and which GPUs to rent, {"options": [...]} over the catalog (size_run).
 ApiResult plan_json(const std::string& config_json);
 ApiResult sizing_json(const std::string& config_json);
+// {"timeline": {...}}: the step's moments in order with their live bytes by category (report_json.hpp).
+ApiResult timeline_json(const std::string& config_json);
 // The evidence of an estimate alone ({"evidence": {...}}), for a page that paints the estimate first.
 ApiResult evidence_json(const std::string& config_json);
 // {"config":{...},"micro_batch":[1,2,...],"seq_len":[512,...]} → peak and total bytes over the grid.

@@ -37,6 +37,25 @@ json terms_to_json(const Terms& t) {
             {"temporaries", bytes(t.temporaries)}};
 }
 
+json timeline_to_json(const std::vector<Moment>& moments, const MemoryEstimate& m) {
+    json out = json::array();
+    std::size_t peak = 0;
+    for (std::size_t i = 0; i < moments.size(); ++i) {
+        const Moment& t = moments[i];
+        if (t.terms.sum() > moments[peak].terms.sum()) peak = i;
+        out.push_back({{"name", t.name}, {"phase", t.phase}, {"label", moment_label(t.name)},
+                       {"allocated_bytes", bytes(t.terms.sum())}, {"per_gpu_bytes", terms_to_json(t.terms)}});
+    }
+    // Reserved is flat through a steady-state step: the caching allocator keeps its segments from step to step.
+    return {{"moments", std::move(out)},
+            {"peak_moment", moments.empty() ? "" : std::string(moments[peak].name)},
+            {"peak_allocated_bytes", bytes(m.peak_allocated)},
+            {"peak_reserved_bytes", bytes(m.peak_reserved)},
+            {"cuda_context_bytes", bytes(m.cuda_context)},
+            {"total_bytes", bytes(m.total)},
+            {"capacity_bytes", bytes(m.capacity)}};
+}
+
 // The run's hours, GPU-hours and cost where its tokens (and a price) are given.
 void run_to_json(const RunCost& run, json& out) {
     if (!run.has_tokens) return;

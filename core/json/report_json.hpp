@@ -7,6 +7,8 @@
 namespace vramcalc {
 
 nlohmann::json terms_to_json(const Terms&);
+// The step's moments in order (step_timeline) with the estimate's peaks: what --timeline writes.
+nlohmann::json timeline_to_json(const std::vector<Moment>&, const MemoryEstimate&);
 // The report without its evidence (api.cpp adds it where asked: evidence.cpp parses its cases on first use).
 nlohmann::json report_to_json(const Report&);
 // A plan: {"changes": [{"change", "config", "changes_training"}], "config", "fits", "total_bytes", "step_time_s", ...}.

@@ -46,7 +46,7 @@ bool states_before_first_step(const Step& c) {
 
 // With longest_batch_first, the run's first micro-batch: no earlier micro-batch's gradients, no previous step's
 // logits or kept inputs, perhaps no states.
-std::vector<Phase> supervised_phases(const Step& c) {
+std::vector<Moment> supervised_moments(const Step& c) {
     const bool first = c.longest_batch_first;
     const double grads = gradients_bytes(c);
     // Gradients of earlier micro-batches stay while later ones run forward and backward.
@@ -63,11 +63,17 @@ std::vector<Phase> supervised_phases(const Step& c) {
     const double forward_backward_buffers = gathered_parameter_bytes(c, false) + autocast_weight_copy_bytes(c);
     const double backward_gathered = gathered_parameter_bytes(c, true) - gathered_parameter_bytes(c, false);
 
+    // The micro-batch's start: the model states, the earlier micro-batches' gradients, what the loop kept of the
+    // previous step.
+    Terms start = resident(c);
+    if (first && !states_before_first_step(c)) start.optimizer_states = 0;
+    start.gradients = carried_grads;
+    start.activations = previous_step_inputs;
+    start.logits = previous_step_logits;
+
     // End of forward, inside the loss: every saved activation, the logits and their fp32 upcast. The eager
     // mask died with the base model's forward unless checkpointing holds it for recomputation.
-    Terms forward = resident(c);
-    if (first && !states_before_first_step(c)) forward.optimizer_states = 0;
-    forward.gradients = carried_grads;
+    Terms forward = start;
     forward.activations = activations_bytes(c) + (recompute ? mask : 0) + previous_step_inputs;
     // (The loop's kept logits at the forward peak are the previous step's: measured, stacks/litgpt2023.)
     forward.logits = logits_forward_peak_bytes(c) - logits_step_bytes(c) + previous_step_logits;
@@ -142,9 +148,6 @@ std::vector<Phase> supervised_phases(const Step& c) {
     // The run's first micro-batch has no earlier gradients: its highest unit end is the second layer's, the last
     // with a layer to prefetch (measured, stacks/litgpt2023).
     if (first) unit_end.gradients = std::max(carried_grads, produced * done_before_second);
-    const Terms* layer_moments[] = {&mlp_backward, &attention_backward, &unit_end};
-    const Terms& backward = **std::max_element(std::begin(layer_moments), std::end(layer_moments),
-                                               [](const Terms* a, const Terms* b) { return a->sum() < b->sum(); });
 
     // The optimizer step: all gradients (and DeepSpeed's fp32 partition), the implementation's temporaries.
     Terms step = resident(c);
@@ -158,18 +161,64 @@ std::vector<Phase> supervised_phases(const Step& c) {
 
     // Backward through the first layer, the last one reached: every other gradient exists (for FSDP already
     // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
-    Terms first_layer = mlp_backward;
+    // (Megatron-LM's model: not a moment of its own.)
+    std::vector<Moment> out = {{"micro_batch_start", "forward", start},
+                               {"end_of_forward", "forward", forward},
+                               {"head_forward", "forward", head_forward},
+                               {"loss_backward", "loss", loss},
+                               {"head_backward", "backward", head_backward},
+                               {"last_layer_mlp_backward", "backward", mlp_backward},
+                               {"last_layer_attention_backward", "backward", attention_backward},
+                               {"unit_backward_end", "backward", unit_end}};
     if (!detail::megatron_model(c)) {
+        Terms first_layer = mlp_backward;
         first_layer.gradients = std::max(carried_grads, produced * done_before_first);
         first_layer.activations = whole_layer + layer_output_gradient_bytes(c);
         first_layer.temporaries -= first_layer_unprefetched_bytes(c);
         if (c.optimizer_in_backward) first_layer.gradients = 0;
+        out.push_back({"first_layer_backward", "backward", first_layer});
     }
-    const Terms* late_backward = head_backward.sum() > backward.sum() ? &head_backward : &backward;
-    if (first_layer.sum() > late_backward->sum()) late_backward = &first_layer;
-    const Terms& end_of_forward = head_forward.sum() > forward.sum() ? head_forward : forward;
-    return {{"forward", end_of_forward}, {"loss", loss}, {"backward", *late_backward}, {"optimizer_step", step}};
+    out.push_back({"optimizer_step", "optimizer_step", step});
+    return out;
 }
+
+namespace {
+
+struct MomentLabel {
+    const char* name;
+    const char* label;
+};
+const MomentLabel kMomentLabels[] = {
+    {"micro_batch_start", "the micro-batch starts: model states, earlier micro-batches' gradients"},
+    {"end_of_forward", "end of forward, inside the loss: every saved activation and the logits"},
+    {"head_forward", "inside the output projection's matmul: its dequantized weight and output"},
+    {"loss_backward", "log-softmax's backward: the fp32 logits chain at its largest"},
+    {"head_backward", "the output projection's backward"},
+    {"last_layer_mlp_backward", "backward through the last layer's MLP"},
+    {"last_layer_attention_backward", "backward through the last layer's attention"},
+    {"unit_backward_end", "end of a layer's backward: its gradients and their flat copy"},
+    {"first_layer_backward", "backward through the first layer: every other gradient produced"},
+    {"optimizer_step", "the optimizer step: all gradients and the step's temporaries"},
+};
+
+}  // namespace
+
+const char* moment_label(std::string_view name) {
+    for (const MomentLabel& l : kMomentLabels)
+        if (name == l.name) return l.label;
+    return "";
+}
+
+std::vector<Phase> phases_of(const std::vector<Moment>& moments) {
+    std::vector<Phase> phases;
+    for (const Moment& m : moments) {
+        if (phases.empty() || phases.back().name != m.phase) phases.push_back({std::string(m.phase), m.terms});
+        else if (m.terms.sum() > phases.back().terms.sum()) phases.back().terms = m.terms;
+    }
+    return phases;
+}
+
+std::vector<Phase> supervised_phases(const Step& c) { return phases_of(supervised_moments(c)); }
 
 namespace {
 
@@ -230,6 +279,18 @@ MemoryEstimate estimate_memory(const Step& c) {
     m.peak_reserved += m.collective_stream_cached;
     m.total += m.collective_stream_cached;
     return m;
+}
+
+std::vector<Moment> step_timeline(const Step& c, const MemoryEstimate& m) {
+    if (c.method != TrainingMethod::sft) {
+        std::vector<Moment> out;
+        for (const Phase& p : m.phases) out.push_back({p.name, p.name, p.terms});
+        return out;
+    }
+    if (m.stage != "last") return supervised_moments(c);
+    Config last_stage = c;
+    last_stage.stage = PipelineStage::last;
+    return supervised_moments(Step(last_stage));
 }
 
 std::uint64_t max_micro_batch(const Config& base) {

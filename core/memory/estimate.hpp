@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memory/step.hpp"
@@ -21,6 +22,13 @@ struct Terms {
 // The moments of a step where the peak can fall.
 struct Phase {
     std::string name;  // "forward", "loss", "backward", "optimizer_step"
+    Terms terms;
+};
+
+// One moment of the step, in the order the step reaches it; a phase's terms are those of its largest moment.
+struct Moment {
+    std::string_view name;   // "micro_batch_start", "end_of_forward", ... (static text, or the estimate's phase names)
+    std::string_view phase;
     Terms terms;
 };
 
@@ -47,6 +55,11 @@ struct MemoryEstimate {
 
 // The fast path: the breakdown alone (a Config converts to its Step; one Step serves memory and time).
 MemoryEstimate estimate_memory(const Step&);
+// The moments of the step the estimate describes (its pipeline stage), in order; a TRL trainer's phases are each
+// one moment. Views into `m` for TRL: `m` outlives the result.
+std::vector<Moment> step_timeline(const Step&, const MemoryEstimate& m);
+// What a supervised moment is, in words; "" for another name.
+const char* moment_label(std::string_view name);
 // Largest micro_batch (all else equal) whose total fits the GPU; 0 when none does.
 std::uint64_t max_micro_batch(const Config&);
 

@@ -9,6 +9,8 @@
 namespace vramcalc {
 
 Terms resident(const Step&);                            // model states and buffers, setup to the end
+std::vector<Moment> supervised_moments(const Step&);    // in the step's order, each with its phase
+std::vector<Phase> phases_of(const std::vector<Moment>&);  // each phase's largest moment
 std::vector<Phase> supervised_phases(const Step&);      // forward, loss, backward, optimizer_step
 std::vector<Phase> trl_phases(const Step&);             // [generation], [scoring passes], policy_forward, backward, ...
 double inference_engine_bytes(const Step&);             // a colocated vLLM's share of the GPU

@@ -28,6 +28,11 @@ check "an unknown model names the closest ids" '[ $rc -eq 2 ] && grep -q "^error
 check "deepspeed config has the ZeRO stage" \
   'echo "{\"strategy\":\"deepspeed\",\"zero\":2,\"offload\":\"optimizer\"}" | "$cli" deepspeed - | grep -q "\"stage\":2"'
 check "table mode" 'echo "{}" | "$cli" estimate - --table | grep -q "largest micro_batch"'
+tl=$(echo '{"model":"llama-3.1-8b","gpu":"a100-80gb","seq_len":4096,"finetune":{"method":"lora"}}' | "$cli" estimate - --timeline)
+check "timeline: the moments in order, the largest the estimate's peak, its phases' peaks the estimate's" \
+  'python3 -c "import json,sys; t=json.loads(sys.argv[1])[\"timeline\"]; m=t[\"moments\"]; assert m[0][\"name\"]==\"micro_batch_start\" and m[-1][\"name\"]==\"optimizer_step\" and all(x[\"label\"] for x in m); assert max(x[\"allocated_bytes\"] for x in m)==t[\"peak_allocated_bytes\"]; e=json.loads(sys.argv[2]); assert all(p[\"allocated_bytes\"]==max(x[\"allocated_bytes\"] for x in m if x[\"phase\"]==p[\"name\"]) for p in e[\"phases\"])" "$tl" "$(echo '"'"'{"model":"llama-3.1-8b","gpu":"a100-80gb","seq_len":4096,"finetune":{"method":"lora"}}'"'"' | "$cli" estimate -)"'
+err=$(echo '{"seq_len":-1}' | "$cli" estimate - --timeline 2>&1 >/dev/null); rc=$?
+check "timeline: bad input exits 2 naming the key" '[ $rc -eq 2 ] && grep -q "^error: seq_len: " <<<"$err"'
 check "sweep grid" 'echo "{\"micro_batch\":[1,2],\"seq_len\":[512,1024]}" | "$cli" sweep - | grep -q "peak_allocated_bytes"'
 plan13='{"model":"llama-2-13b","gpu":"a100-80gb","seq_len":4096,"micro_batch":2}'
 out=$(echo "$plan13" | "$cli" plan -)

@@ -1,7 +1,10 @@
 // The estimator against measured PyTorch training steps: every case's peak_allocated_bytes must be
 // within 3% of the measurement. Prints a table and the median and max error. With --phases, every estimated
 // phase's peak must be within the same 3% of the measured phase of the same name (measured.phase_peak_bytes), and the
-// regimes' phases (generation, reference, old_logps) must be there on both sides.
+// regimes' phases (generation, reference, old_logps) must be there on both sides. With --timeline, the step's first
+// moment (step_timeline's micro_batch_start) must be within 3% of the live bytes measured as the step starts
+// (measured.step_start_bytes; with grad_accum 1, as the measurement starts the step's first micro-batch and the
+// timeline describes the last); the largest forward and optimizer moments are shown beside the measured phase peaks.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,15 +55,39 @@ int check_phases(const std::string& name, const vramcalc::MemoryEstimate& m, con
     return failed;
 }
 
+// The timeline's first moment against the measured step start; returns 1 when out of tolerance.
+int check_timeline(const std::string& name, const vramcalc::Step& step, const vramcalc::MemoryEstimate& m,
+                   const nlohmann::json& measured, std::vector<double>& errors) {
+    const std::vector<vramcalc::Moment> moments = vramcalc::step_timeline(step, m);
+    const double truth = measured["step_start_bytes"].get<double>(), start = moments.front().terms.sum();
+    const double error = (start - truth) / truth;
+    errors.push_back(std::fabs(error));
+    auto largest = [&](const char* phase) {
+        double best = 0;
+        for (const vramcalc::Moment& t : moments)
+            if (t.phase == phase) best = std::max(best, t.terms.sum());
+        return best;
+    };
+    auto shown = [](double estimated, const nlohmann::json& truth) {
+        return truth.is_number() ? 100 * (estimated - truth.get<double>()) / truth.get<double>() : 0.0;
+    };
+    const bool ok = std::fabs(error) <= kTolerance;
+    std::printf("%-46s %14.0f %14.0f %+7.2f%%  forward %+6.1f%%, optimizer %+6.1f%%%s\n", name.c_str(), truth, start,
+                100 * error, shown(largest("forward"), measured.value("forward_peak_bytes", nlohmann::json())),
+                shown(largest("optimizer_step"), measured.value("optimizer_peak_bytes", nlohmann::json())),
+                ok ? "" : "  <-- over 3%");
+    return !ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     // --first-micro-batch: the run's first micro-batch (measured.first_micro_batch_peak_bytes) against the estimate
     // with longest_batch_first. --phases: every phase against the measured phase peaks.
     const std::string mode = argc == 3 ? argv[1] : "";
-    const bool first = mode == "--first-micro-batch", phases = mode == "--phases";
-    if (argc != 2 && !first && !phases) {
-        std::fprintf(stderr, "usage: accuracy [--first-micro-batch | --phases] MEASURED.jsonl\n");
+    const bool first = mode == "--first-micro-batch", phases = mode == "--phases", timeline = mode == "--timeline";
+    if (argc != 2 && !first && !phases && !timeline) {
+        std::fprintf(stderr, "usage: accuracy [--first-micro-batch | --phases | --timeline] MEASURED.jsonl\n");
         return 2;
     }
     const char* path = argv[argc - 1];
@@ -73,6 +100,9 @@ int main(int argc, char** argv) {
     int failed = 0;
     if (phases)
         std::printf("%-40s %-15s %14s %14s %8s\n", "case", "phase", "measured", "estimated", "error");
+    else if (timeline)
+        std::printf("%-46s %14s %14s %8s  %s\n", "case", "step start", "estimated", "error",
+                    "largest forward / optimizer moment against the measured phase peak (shown, not scored)");
     else
         std::printf("%-46s %14s %14s %8s  %s\n", "case", "measured", "estimated", "error", "peak (estimated)");
     for (std::string line; std::getline(in, line);) {
@@ -97,9 +127,15 @@ int main(int argc, char** argv) {
             ++failed;
             continue;
         }
-        const vramcalc::MemoryEstimate m = vramcalc::estimate_memory(parsed.config);
+        const vramcalc::Step step(parsed.config);
+        const vramcalc::MemoryEstimate m = vramcalc::estimate_memory(step);
         if (phases) {
             if (record["measured"].contains("phase_peak_bytes")) failed += check_phases(name, m, record["measured"], errors);
+            continue;
+        }
+        if (timeline) {
+            if (parsed.config.grad_accum == 1 && record["measured"].contains("step_start_bytes"))
+                failed += check_timeline(name, step, m, record["measured"], errors);
             continue;
         }
         const char* metric = first ? "first_micro_batch_peak_bytes" : "peak_allocated_bytes";
