@@ -744,8 +744,10 @@ async function loadDetails() {
 // the view, so that the first estimate waits only for what the answer needs.
 let exportsText = null;
 function renderEvidence() {
-  if (more && exportsText !== null) details.renderEvidence(JSON.parse(more.evidence(exportsText)).evidence);
-  else if (more === false) $('evidence').hidden = true;
+  if (more && exportsText !== null) {
+    details.renderEvidence(JSON.parse(more.evidence(exportsText)).evidence);
+    details.renderTimeline(JSON.parse(more.timeline(exportsText)).timeline);
+  } else if (more === false) $('evidence').hidden = true;
 }
 function renderExports() {
   details.renderExports(exportsText === null ? null : more ? JSON.parse(more.exports(exportsText)) : more === false ? false : undefined);

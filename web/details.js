@@ -3,6 +3,7 @@
 export { drawChart, microBatchAxis, sequenceAxis } from './charts.js';
 export { initAdamw } from './adamw.js';
 export { renderEvidence } from './evidence.js';
+export { renderTimeline } from './timeline.js';
 export { renderExports, initExports } from './exports.js';
 export { showMakeFit, searchPlans, sizeRun } from './plans.js';
 

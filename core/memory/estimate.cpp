@@ -189,9 +189,9 @@ struct MomentLabel {
     const char* label;
 };
 const MomentLabel kMomentLabels[] = {
-    {"micro_batch_start", "the micro-batch starts: model states, earlier micro-batches' gradients"},
+    {"micro_batch_start", "the micro-batch starts: model states, earlier micro-batches' gradients, the loop's kept tensors"},
     {"end_of_forward", "end of forward, inside the loss: every saved activation and the logits"},
-    {"head_forward", "inside the output projection's matmul: its dequantized weight and output"},
+    {"head_forward", "the output projection writes the logits (beside a 4-bit head's dequantized weight)"},
     {"loss_backward", "log-softmax's backward: the fp32 logits chain at its largest"},
     {"head_backward", "the output projection's backward"},
     {"last_layer_mlp_backward", "backward through the last layer's MLP"},

@@ -1,10 +1,11 @@
 // The page's features in Chromium: compare (pin A), history (Back, Forward, Undo), the loading and failure states,
 // <noscript>, the charts (range and keyboard), print, the compact summary on narrow screens, the sequence clamp,
-// the stale state, the gradient-accumulation hint, suggestions that save nothing visible, the theme and view links.
+// the stale state, the step's timeline, the gradient-accumulation hint, suggestions that save nothing visible, the theme and view links.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { openPage, settle, cli, ARTIFACTS, ROOT } from './lib.mjs';
+import { spawnSync } from 'node:child_process';
+import { openPage, settle, cli, showExports, ARTIFACTS, ROOT, CLI } from './lib.mjs';
 import { withSiteAndBrowser } from './hooks.mjs';
 
 let server;
@@ -410,4 +411,28 @@ test('grouped numbers equal toLocaleString("en")', async () => {
     for (const [most, least] of [[0, 0], [1, 0], [2, 0], [2, 2], [3, 0]])
       assert.equal(grouped(x, most, least), x.toLocaleString('en', { maximumFractionDigits: most, minimumFractionDigits: least }),
         `${x} with ${least}-${most} decimals`);
+});
+
+test('the step, moment by moment: the CLI\'s --timeline, in order, updated as a field changes', async () => {
+  const { page, context, log } = await open('?model=llama-3.1-8b&gpu=a100-80gb&seq_len=4096');
+  await showExports(page);
+  const rows = () => page.$$eval('#timeline tr', (rs) => rs.map((r) => [r.dataset.moment, Number(r.dataset.bytes), r.classList.contains('peak')]));
+  const expected = async () => {
+    const config = await shownConfig(page);
+    const r = spawnSync(CLI, ['estimate', '-', '--timeline'], { input: config, encoding: 'utf8' });
+    assert.equal(r.status, 0);
+    const t = JSON.parse(r.stdout).timeline;
+    return t.moments.map((m) => [m.name, m.allocated_bytes, m.name === t.peak_moment]);
+  };
+  assert.equal(await page.isHidden('#timeline-box'), false);
+  const first = await rows();
+  assert.equal(first[0][0], 'micro_batch_start');
+  assert.deepEqual(first, await expected());
+  await page.fill('#f-micro_batch', '3');
+  await settle(page);
+  const after = await rows();
+  assert.notDeepEqual(after, first);
+  assert.deepEqual(after, await expected());
+  await clean(page, log);
+  await context.close();
 });
