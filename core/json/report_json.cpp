@@ -43,7 +43,7 @@ json timeline_to_json(const std::vector<Moment>& moments, const MemoryEstimate& 
     for (std::size_t i = 0; i < moments.size(); ++i) {
         const Moment& t = moments[i];
         if (t.terms.sum() > moments[peak].terms.sum()) peak = i;
-        out.push_back({{"name", t.name}, {"phase", t.phase}, {"label", moment_label(t.name)},
+        out.push_back({{"name", t.name}, {"phase", t.phase}, {"label", t.label},
                        {"allocated_bytes", bytes(t.terms.sum())}, {"per_gpu_bytes", terms_to_json(t.terms)}});
     }
     // Reserved is flat through a steady-state step: the caching allocator keeps its segments from step to step.

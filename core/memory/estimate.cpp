@@ -162,51 +162,28 @@ std::vector<Moment> supervised_moments(const Step& c) {
     // Backward through the first layer, the last one reached: every other gradient exists (for FSDP already
     // reduce-scattered), and the layer's own activations (recomputed under checkpointing) are all that is left.
     // (Megatron-LM's model: not a moment of its own.)
-    std::vector<Moment> out = {{"micro_batch_start", "forward", start},
-                               {"end_of_forward", "forward", forward},
-                               {"head_forward", "forward", head_forward},
-                               {"loss_backward", "loss", loss},
-                               {"head_backward", "backward", head_backward},
-                               {"last_layer_mlp_backward", "backward", mlp_backward},
-                               {"last_layer_attention_backward", "backward", attention_backward},
-                               {"unit_backward_end", "backward", unit_end}};
+    std::vector<Moment> out = {
+        {"micro_batch_start", "forward", start,
+         "the micro-batch starts: model states, earlier micro-batches' gradients, the loop's kept tensors"},
+        {"end_of_forward", "forward", forward, "end of forward, inside the loss: every saved activation and the logits"},
+        {"head_forward", "forward", head_forward,
+         "the output projection writes the logits (beside a 4-bit head's dequantized weight)"},
+        {"loss_backward", "loss", loss, "log-softmax's backward: the fp32 logits chain at its largest"},
+        {"head_backward", "backward", head_backward, "the output projection's backward"},
+        {"last_layer_mlp_backward", "backward", mlp_backward, "backward through the last layer's MLP"},
+        {"last_layer_attention_backward", "backward", attention_backward, "backward through the last layer's attention"},
+        {"unit_backward_end", "backward", unit_end, "end of a layer's backward: its gradients and their flat copy"}};
     if (!detail::megatron_model(c)) {
         Terms first_layer = mlp_backward;
         first_layer.gradients = std::max(carried_grads, produced * done_before_first);
         first_layer.activations = whole_layer + layer_output_gradient_bytes(c);
         first_layer.temporaries -= first_layer_unprefetched_bytes(c);
         if (c.optimizer_in_backward) first_layer.gradients = 0;
-        out.push_back({"first_layer_backward", "backward", first_layer});
+        out.push_back({"first_layer_backward", "backward", first_layer,
+                       "backward through the first layer: every other gradient produced"});
     }
-    out.push_back({"optimizer_step", "optimizer_step", step});
+    out.push_back({"optimizer_step", "optimizer_step", step, "the optimizer step: all gradients and the step's temporaries"});
     return out;
-}
-
-namespace {
-
-struct MomentLabel {
-    const char* name;
-    const char* label;
-};
-const MomentLabel kMomentLabels[] = {
-    {"micro_batch_start", "the micro-batch starts: model states, earlier micro-batches' gradients, the loop's kept tensors"},
-    {"end_of_forward", "end of forward, inside the loss: every saved activation and the logits"},
-    {"head_forward", "the output projection writes the logits (beside a 4-bit head's dequantized weight)"},
-    {"loss_backward", "log-softmax's backward: the fp32 logits chain at its largest"},
-    {"head_backward", "the output projection's backward"},
-    {"last_layer_mlp_backward", "backward through the last layer's MLP"},
-    {"last_layer_attention_backward", "backward through the last layer's attention"},
-    {"unit_backward_end", "end of a layer's backward: its gradients and their flat copy"},
-    {"first_layer_backward", "backward through the first layer: every other gradient produced"},
-    {"optimizer_step", "the optimizer step: all gradients and the step's temporaries"},
-};
-
-}  // namespace
-
-const char* moment_label(std::string_view name) {
-    for (const MomentLabel& l : kMomentLabels)
-        if (name == l.name) return l.label;
-    return "";
 }
 
 std::vector<Phase> phases_of(const std::vector<Moment>& moments) {
@@ -221,6 +198,13 @@ std::vector<Phase> phases_of(const std::vector<Moment>& moments) {
 std::vector<Phase> supervised_phases(const Step& c) { return phases_of(supervised_moments(c)); }
 
 namespace {
+
+// With pipeline parallelism, the last stage's step (the configuration's `stage` is the first).
+Step last_stage_of(const Step& c) {
+    Config last = c;
+    last.stage = PipelineStage::last;
+    return Step(last);
+}
 
 std::vector<Phase> stage_phases(const Step& c) {
     return c.method == TrainingMethod::sft ? supervised_phases(c) : trl_phases(c);
@@ -243,9 +227,7 @@ MemoryEstimate estimate_memory(const Step& c) {
     m.phases = stage_phases(c);
     m.peak_phase = largest(m.phases);
     if (c.pp > 1) {  // the busier of the first stage (activations in flight) and the last (logits)
-        Config last_stage = c;
-        last_stage.stage = PipelineStage::last;
-        std::vector<Phase> phases = stage_phases(Step(last_stage));
+        std::vector<Phase> phases = stage_phases(last_stage_of(c));
         const std::size_t peak = largest(phases);
         if (phases[peak].terms.sum() > m.at_peak().sum()) m.phases = std::move(phases), m.peak_phase = peak, m.stage = "last";
         else m.stage = "first";
@@ -284,13 +266,10 @@ MemoryEstimate estimate_memory(const Step& c) {
 std::vector<Moment> step_timeline(const Step& c, const MemoryEstimate& m) {
     if (c.method != TrainingMethod::sft) {
         std::vector<Moment> out;
-        for (const Phase& p : m.phases) out.push_back({p.name, p.name, p.terms});
+        for (const Phase& p : m.phases) out.push_back({p.name, p.name, p.terms, ""});
         return out;
     }
-    if (m.stage != "last") return supervised_moments(c);
-    Config last_stage = c;
-    last_stage.stage = PipelineStage::last;
-    return supervised_moments(Step(last_stage));
+    return m.stage == "last" ? supervised_moments(last_stage_of(c)) : supervised_moments(c);
 }
 
 std::uint64_t max_micro_batch(const Config& base) {

@@ -30,6 +30,7 @@ struct Moment {
     std::string_view name;   // "micro_batch_start", "end_of_forward", ... (static text, or the estimate's phase names)
     std::string_view phase;
     Terms terms;
+    std::string_view label;  // what it is, in words ("" for a TRL phase)
 };
 
 struct MemoryEstimate {
@@ -58,8 +59,6 @@ MemoryEstimate estimate_memory(const Step&);
 // The moments of the step the estimate describes (its pipeline stage), in order; a TRL trainer's phases are each
 // one moment. Views into `m` for TRL: `m` outlives the result.
 std::vector<Moment> step_timeline(const Step&, const MemoryEstimate& m);
-// What a supervised moment is, in words; "" for another name.
-const char* moment_label(std::string_view name);
 // Largest micro_batch (all else equal) whose total fits the GPU; 0 when none does.
 std::uint64_t max_micro_batch(const Config&);
 

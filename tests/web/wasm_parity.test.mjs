@@ -13,7 +13,7 @@ before(async () => {
   const more = await loadModule('vramcalc-details');
   mod = { answer: page.answer, answerWithoutSuggestions: page.answerWithoutSuggestions, sweep: page.sweep, presets: page.presets,
     benchEstimates: page.benchEstimates,
-    estimate: more.estimate, evidence: more.evidence, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
+    estimate: more.estimate, evidence: more.evidence, timeline: more.timeline, deepspeedConfig: more.deepspeedConfig, exports: more.exports, adamwStep: more.adamwStep };
 });
 
 // mulberry32: a small deterministic generator, so every run checks the same configurations.
@@ -213,13 +213,16 @@ function cliStderr(command, input) {
   return spawnSync(CLI, [command, '-'], { input, encoding: 'utf8' }).stderr;
 }
 
-test('sweep, deepspeed, exports, adamw and presets: identical to the CLI', () => {
+test('sweep, timeline, deepspeed, exports, adamw and presets: identical to the CLI', () => {
   const r = rng(99);
   for (let i = 0; i < 40; i++) {
     const config = validConfig(r);
     const text = JSON.stringify(config);
     const ds = cli('deepspeed', text);
     if (ds.code === 0) assert.equal(mod.deepspeedConfig(text) + '\n', ds.stdout, text);
+    const tl = spawnSync(CLI, ['estimate', '-', '--timeline'], { input: text, encoding: 'utf8' });
+    if (tl.status === 0) assert.equal(mod.timeline(text) + '\n', tl.stdout, text);
+    else assert.ok(JSON.parse(mod.timeline(text)).errors, text);
     const ex = cli('exports', text);
     if (ex.code === 0) assert.equal(mod.exports(text) + '\n', ex.stdout, text);
     else assert.ok(JSON.parse(mod.exports(text)).errors, text);
@@ -249,7 +252,7 @@ test('the module keeps working after bad calls', () => {
   const bad = ['', 'null', '[]', '{', '"x"', '{"model":{}}', '{"seq_len":"a"}', 'x'.repeat(2 << 20),
     '{"model":{"hf_config":[]}}', '\u0000\uffff', '{"gpu":{"memory_gib":1e999}}', '{"micro_batch":1e20}'];
   for (const text of bad) {
-    for (const f of ['answer', 'answerWithoutSuggestions', 'estimate', 'evidence', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
+    for (const f of ['answer', 'answerWithoutSuggestions', 'estimate', 'evidence', 'timeline', 'deepspeedConfig', 'exports', 'sweep', 'adamwStep']) {
       const out = JSON.parse(mod[f](text));
       assert.ok(Array.isArray(out.errors) && out.errors.length > 0, `${f}(${text.slice(0, 40)})`);
     }
