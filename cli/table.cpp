@@ -41,7 +41,7 @@ std::string format_evidence(const nlohmann::json& e) {
     std::string terms;
     for (const auto& a : e["allowances"]) {
         std::string bytes = gib(a["bytes"].get<double>());
-        bytes = a["term"] == "nccl_buffers" ? "not counted" : bytes.substr(bytes.find_first_not_of(' '));
+        bytes = bytes.substr(bytes.find_first_not_of(' '));
         terms += (terms.empty() ? "" : ", ") + a["term"].get<std::string>() + " " + bytes;
     }
     if (!terms.empty()) out += "  not measured: " + terms + "\n";
@@ -60,7 +60,7 @@ std::string format_table(const std::string& report_json) {
     out += line;
     out += "per GPU at the peak (" + r["peak_phase"].get<std::string>() + "):\n";
     for (const char* k : {"weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
-                          "temporaries", "allocator_overhead", "collective_streams_cached", "cuda_context",
+                          "temporaries", "allocator_overhead", "collective_streams_cached", "cuda_context", "nccl_buffers",
                           "paged_optimizer_states"}) {
         if (!r["per_gpu_bytes"].contains(k)) continue;  // some terms only where they apply (FSDP, a paged optimizer)
         std::snprintf(line, sizeof line, "  %-20s %s\n", k, gib(r["per_gpu_bytes"][k].get<double>()).c_str());

@@ -16,6 +16,7 @@ export const TERMS = {
   allocator_overhead: ['Allocator overhead', 'Memory PyTorch’s caching allocator has reserved but is not using (fragmentation): reserved minus allocated.'],
   collective_streams_cached: ['Collective streams’ cache', 'Blocks FSDP’s all-gather and reduce-scatter streams keep cached (the sharded gradients freed by zero_grad, an all-gather buffer): reserved and shown by nvidia-smi, released by PyTorch before it would run out of memory, so not part of the verdict.'],
   cuda_context: ['CUDA context', 'The CUDA context, cuBLAS/cuDNN workspaces and loaded kernels: taken before the first tensor.'],
+  nccl_buffers: ['NCCL buffers', 'NCCL’s connection buffers for the run’s process groups (data, tensor and context parallel, the pipeline), as the NCCL of the chosen torch release allocates them: outside PyTorch’s allocator, so nvidia-smi shows them and max_memory_reserved does not.'],
 };
 const PHASES = {
   forward: 'Forward pass: activations are saved layer by layer for the backward pass.',

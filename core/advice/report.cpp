@@ -123,8 +123,8 @@ Report make_report(const Config& c, PlanMaker plans, Advice advice) {
     if (c.compile)
         warn("torch.compile: Inductor's min-cut partitioner recomputes cheap element-wise ops and fuses others, so "
              "the activations are an upper bound (compiled graphs also keep their own workspace)");
-    if (c.gpus > 1 && c.device == Device::cuda)
-        warn("NCCL's communication buffers (outside PyTorch's allocator) are not included");
+    if (c.gpus > 1 && c.device == Device::cuda && c.gpu.rocm)
+        warn("RCCL's communication buffers (outside PyTorch's allocator) are not included");
     if (r.time.known && r.time.lower_bound)
         warn("step time: the CPU's optimizer step under offload and activation offloading's copies are not timed, "
              "so it is a lower bound");

@@ -313,9 +313,12 @@ std::vector<Allowance> allowances(const Step& c, const MemoryEstimate& m) {
                        "code, not measured on a GPU: in peak_reserved and total_bytes up to the card, not in the verdict "
                        "(released before an out-of-memory error)"});
     if (cuda && c.gpus > 1)
-        out.push_back({"nccl_buffers", 0,
-                       "NCCL's communication buffers live outside PyTorch's allocator and are not counted (the multi-rank "
-                       "CPU measurements ran over gloo, whose buffers were left out too)"});
+        out.push_back({"nccl_buffers", m.nccl,
+                       c.gpu.rocm ? "RCCL's buffers are not modelled: not counted"
+                                  : "NCCL's connection, NVLS and pool buffers for the run's process groups, read from NCCL "
+                                    "2.18-2.27's code for the NCCL the torch wheel ships (core/memory/nccl_memory.md), "
+                                    "checked against the sizes NCCL logged and allocated in published runs, not measured "
+                                    "on a training step; outside PyTorch's allocator, in total_bytes"});
     if (m.paged_optimizer_states > 0)
         out.push_back({"paged_optimizer_states", m.paged_optimizer_states,
                        "bitsandbytes' paged states in CUDA unified memory, counted as wholly resident on the GPU (in "

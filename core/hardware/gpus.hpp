@@ -5,6 +5,10 @@
 
 namespace vramcalc {
 
+// How a node's GPUs reach each other: all on NVSwitch (HGX/DGX boards), NVLink without a switch (DGX-1's
+// hybrid cube mesh), peer-to-peer over PCIe, or only through host memory (GeForce: no peer access over PCIe).
+enum class Fabric { nvswitch, nvlink, pcie, host };
+
 struct Gpu {
     std::string id;    // catalog id, or "custom"
     std::string name;
@@ -18,6 +22,7 @@ struct Gpu {
     double network_gbps = 0;     // across nodes, per GPU, in the vendor's reference system (DGX/HGX)
     double compute_capability = 0;  // NVIDIA's (8.0 A100, 9.0 H100); 0: AMD's, or a custom GPU that does not say
     bool rocm = false;              // AMD's (ROCm)
+    Fabric fabric = Fabric::pcie;   // in the vendor's reference node
 };
 
 const std::vector<Gpu>& gpu_catalog();

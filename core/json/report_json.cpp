@@ -52,6 +52,7 @@ json timeline_to_json(const std::vector<Moment>& moments, const MemoryEstimate& 
             {"peak_allocated_bytes", bytes(m.peak_allocated)},
             {"peak_reserved_bytes", bytes(m.peak_reserved)},
             {"cuda_context_bytes", bytes(m.cuda_context)},
+            {"nccl_bytes", bytes(m.nccl)},
             {"total_bytes", bytes(m.total)},
             {"capacity_bytes", bytes(m.capacity)}};
 }
@@ -101,6 +102,7 @@ json report_to_json(const Report& r) {
     const MemoryEstimate& m = r.memory;
     json per_gpu = terms_to_json(m.at_peak());
     per_gpu["cuda_context"] = bytes(m.cuda_context);
+    if (m.nccl > 0) per_gpu["nccl_buffers"] = bytes(m.nccl);
     per_gpu["allocator_overhead"] = bytes(m.allocator_overhead);
     if (m.collective_stream_cached > 0) per_gpu["collective_streams_cached"] = bytes(m.collective_stream_cached);
     if (m.paged_optimizer_states > 0) per_gpu["paged_optimizer_states"] = bytes(m.paged_optimizer_states);

@@ -222,7 +222,7 @@ double mla_attention_bytes(const Step& c, double qkv_bytes) {
 // flash and cuDNN take only fp16 and bf16, on sm80 and newer (the GPUs with bf16); the memory-efficient kernel takes
 // fp32 and, below sm80, fp16, but not grouped heads (pytorch/pytorch#191085); what none takes falls to the math path.
 double sdpa_math_share(const Step& c, double grouped) {
-    if (c.device != Device::cuda || c.torch != TorchVersion::v2 || c.attention != Attention::flash) return 0;
+    if (c.device != Device::cuda || c.torch == TorchVersion::v1_13 || c.attention != Attention::flash) return 0;
     if (c.compute_element == 4) return grouped;
     if (supports_bf16(c.gpu)) return 0;     // sm80 and newer: flash takes 16-bit, grouped heads or not
     return bf16(c.precision) ? 1 : grouped;  // V100, T4: no kernel takes bf16, none fp16 with grouped heads

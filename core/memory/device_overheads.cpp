@@ -43,14 +43,6 @@ ContextFigure cuda_context_bytes(int sm, bool lazy) {
     return {best->bytes, best->sm, best->source};
 }
 
-std::uint64_t nccl_buffer_bytes(const NcclConnections& c) {
-    // src/init.cc: LL 8 lines x 512 threads x 8 steps x 16 B; LL128 120 elements x 640 threads x 8 steps x 8 B;
-    // Simple 4 MiB (1 MiB on ARM)
-    const std::uint64_t ll = 8 * 512 * 8 * 16, ll128 = 120 * 640 * 8 * 8;
-    const std::uint64_t simple = c.arm_host ? kMiB : 4 * kMiB;
-    return std::uint64_t(c.channels) * c.peers_per_channel * (ll + ll128 + simple);
-}
-
 CublasWorkspaces cublas_workspaces(int sm) {
     return {sm == 90 ? 32 * kMiB : 4096 * 1024 * 2 + 16 * 1024 * 8, 1024 * 1024};
 }

@@ -1,5 +1,5 @@
-// What nvidia-smi shows besides PyTorch's reserved segments: the CUDA context, NCCL's buffers, and the cuBLAS and
-// cuBLASLt workspaces (those two are taken from the caching allocator: allocations for the replay, not extra).
+// What nvidia-smi shows besides PyTorch's reserved segments and NCCL's buffers (nccl_memory.hpp): the CUDA context,
+// and the cuBLAS and cuBLASLt workspaces (those two are taken from the caching allocator: allocations, not extra).
 // One function per term; `sm` is the compute capability times ten (80 A100, 86 GA10x, 89 Ada, 90 Hopper, 100 B200).
 #pragma once
 #include <cstdint>
@@ -16,15 +16,6 @@ struct ContextFigure {
 // step loads its own kernels. `lazy`: CUDA_MODULE_LOADING=LAZY (CUDA 11.7+; PyTorch sets it from 1.13, PR #86509).
 // The figure measured on the nearest architecture; measured_sm says which.
 ContextFigure cuda_context_bytes(int sm, bool lazy);
-
-// NCCL's receive buffers of one communicator on one GPU: per channel and per peer it receives from, one buffer per
-// protocol (src/init.cc DEFAULT_LL_BUFFSIZE, DEFAULT_LL128_BUFFSIZE, DEFAULT_BUFFSIZE = NCCL_BUFFSIZE).
-struct NcclConnections {
-    unsigned channels = 0;        // NCCL's channel count for the topology (NCCL_DEBUG=INFO prints it)
-    unsigned peers_per_channel = 1;  // ring 1; tree: the parent and up to 3 children (NCCL_MAX_TREE_ARITY)
-    bool arm_host = false;        // the Simple buffer is 1 MiB on ARM hosts (DEFAULT_BUFFSIZE_ARM)
-};
-std::uint64_t nccl_buffer_bytes(const NcclConnections& c);
 
 // One (cuBLAS handle, stream) pair's workspaces, as torch 2.9+ allocates them through the caching allocator
 // (aten/src/ATen/cuda/CublasHandlePool.cpp): CUBLAS_WORKSPACE_CONFIG's default ":4096:2:16:8" (8 MiB + 128 KiB),

@@ -241,16 +241,17 @@ MemoryEstimate estimate_memory(const Step& c) {
     }
     m.peak_reserved = m.peak_allocated + m.allocator_overhead;
     m.cuda_context = cuda_context_bytes(c);
+    m.nccl = nccl_bytes(c);
     m.paged_optimizer_states = paged_optimizer_states_bytes(c);
     m.inference_engine = inference_engine_bytes(c);
-    m.total = m.peak_reserved + m.cuda_context + m.paged_optimizer_states + m.inference_engine;
+    m.total = m.peak_reserved + m.cuda_context + m.nccl + m.paged_optimizer_states + m.inference_engine;
     if (c.inference_sleep_mode) {
         // TRL's vllm_generation.py: sleep(level=2) after each generate frees vLLM's weights and KV cache, and
         // empty_cache() runs before it wakes: the engine meets only the generation moment's tensors.
         const double at_generation = m.phases[0].terms.sum();
         const double with_engine = at_generation + allocator_overhead_bytes(c, at_generation) + m.inference_engine;
         m.inference_engine_in_total = with_engine > m.peak_reserved;
-        m.total = std::max(m.peak_reserved, with_engine) + m.cuda_context + m.paged_optimizer_states;
+        m.total = std::max(m.peak_reserved, with_engine) + m.cuda_context + m.nccl + m.paged_optimizer_states;
     }
     m.cpu = cpu_offload_bytes(c);
     m.capacity = c.gpu.memory_gib * kGiB;

@@ -44,6 +44,7 @@ struct MemoryEstimate {
     double peak_reserved = 0;       // torch.cuda.max_memory_reserved()
     double loading_reserved = 0;    // what loading the model left reserved (model_loading.hpp); 0 when not replayed
     double cuda_context = 0;
+    double nccl = 0;                // NCCL's buffers for the run's communicators (nccl_memory.hpp)
     double paged_optimizer_states = 0;  // bitsandbytes' paged states: on the GPU, not in max_memory_allocated
     double inference_engine = 0;    // a colocated vLLM's reservation (GRPO), outside PyTorch's allocator
     bool inference_engine_in_total = true;  // false: a sleeping engine, freed at the step's peak

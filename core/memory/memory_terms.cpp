@@ -7,6 +7,7 @@
 
 #include "memory/device_overheads.hpp"
 #include "memory/memory_common.hpp"
+#include "memory/nccl_memory.hpp"
 
 namespace vramcalc {
 
@@ -506,6 +507,25 @@ double cublas_workspace_bytes(const Step& c) {
 // The CUDA context (driver, kernels loaded lazily, cuBLAS/cuDNN handles) lives outside the caching
 // allocator: nvidia-smi shows it, max_memory_allocated does not. An allowance until measured per GPU.
 double cuda_context_bytes(const Step& c) { return c.device == Device::cpu ? 0 : 512.0 * 1024 * 1024; }
+
+// NCCL's buffers (nccl_memory.hpp) for the process groups the run creates, each its own communicator: the data-
+// parallel group (DDP, ZeRO, FSDP; with context parallelism inside it, torchtitan's dp_shard x cp mesh), the
+// tensor- and context-parallel groups, and the pipeline's, which sends to the next stage. Ranks are laid out tensor-
+// parallel first, then data (and context) parallel, then pipeline (Megatron-LM's and torchtitan's mesh order).
+// RCCL's are not modelled.
+double nccl_bytes(const Step& c) {
+    if (c.device == Device::cpu || c.gpu.rocm || c.gpus < 2) return 0;
+    const NcclRelease release = nccl_release(torch_release(c.torch));
+    const NodeLinks links{c.gpu.fabric != Fabric::host, c.gpu.fabric == Fabric::nvswitch, sm_version(c.gpu)};
+    const std::uint64_t node = std::min(c.gpus_per_node, c.gpus);
+    auto group = [&](std::uint64_t ranks, std::uint64_t stride, bool collectives, unsigned peers) {
+        const std::uint64_t local = std::min(ranks, std::max<std::uint64_t>(1, node / stride));
+        return double(nccl_memory({unsigned(ranks), unsigned(local), collectives, peers}, links, release).total());
+    };
+    const std::uint64_t dp = data_parallel(c);
+    return group(c.tp, 1, true, 0) + group(dp, c.tp, true, 0) + group(c.cp, c.tp, true, 0) +
+           group(c.pp, c.tp * dp, false, 1);
+}
 
 // Reserved minus allocated: the caching allocator rounds blocks (512 B, 2 MiB for requests over 1 MiB)
 // and keeps freed blocks cached; an allowance of 5% of the peak, not derived.

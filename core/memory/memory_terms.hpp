@@ -77,6 +77,7 @@ double pipeline_buffer_bytes(const Step&);    // torch.distributed.pipelining's 
 double cublas_workspace_bytes(const Step&);
 double float8_cast_bytes(const Step&, bool backward);  // float8 copies beyond the saved activations (torchao, TE)
 double cuda_context_bytes(const Step&);
+double nccl_bytes(const Step&);  // outside the caching allocator, in total_bytes
 double allocator_overhead_bytes(const Step&, double peak_allocated);
 // FSDP's collective streams' pools in the caching allocator: what they hold cached but free at the peak, which the
 // compute stream cannot reuse (reserved, shown by nvidia-smi) but the allocator releases before an out-of-memory error.

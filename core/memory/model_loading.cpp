@@ -235,7 +235,7 @@ std::optional<LoadedModel> loaded_model(const Step& c) {
             std::equal(events.begin(), events.end(), k.events.begin(), k.events.end(), same))
             return k.loaded;
     std::vector<FieldError> ignored;  // the configuration reader checked it
-    const AllocConf conf = parse_alloc_conf(c.alloc_conf, kNewestAllocatorRelease, ignored).value_or(AllocConf{});
+    const AllocConf conf = parse_alloc_conf(c.alloc_conf, torch_release(c.torch), ignored).value_or(AllocConf{});
     const ReplayResult r = replay_caching_allocator(events, conf, device);
     // A load that runs out of memory leaves the step nothing: what it asked for on top of what was reserved.
     const LoadedModel loaded = r.failure ? LoadedModel{r.failure->reserved + r.failure->bytes, r.failure->allocated}

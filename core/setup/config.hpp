@@ -8,6 +8,7 @@
 
 #include "hardware/gpus.hpp"
 #include "model/architecture.hpp"
+#include "setup/alloc_conf.hpp"
 #include "setup/frameworks.hpp"
 
 namespace vramcalc {
@@ -37,8 +38,9 @@ enum class Strategy { single, ddp, deepspeed, fsdp, megatron };
 enum class Offload { none, optimizer, optimizer_and_params };
 // Which kernels allocate: CUDA (the product) or PyTorch's CPU kernels (what the CPU validation measures).
 enum class Device { cuda, cpu };
-// PyTorch's optimizer code changed what it allocates between 1.13 and 2.x.
-enum class TorchVersion { v2, v1_13 };
+// The PyTorch release that runs: "2" is the newest 2.x modelled (2.13). What the optimizer and RMSNorm backward
+// allocate changed between 1.13 and 2.x; the allocator's options and the NCCL a wheel ships change by release.
+enum class TorchVersion { v2, v2_13, v2_12, v2_11, v2_10, v2_9, v2_8, v2_7, v2_6, v2_5, v2_4, v2_3, v2_2, v2_1, v2_0, v1_13 };
 // With pipeline parallelism the first stage holds the embedding and the most micro-batches in flight, the
 // last the final norm, lm_head and the logits; an estimate describes one of them.
 enum class PipelineStage { first, last };
@@ -172,6 +174,7 @@ const char* to_string(Strategy);
 const char* to_string(Offload);
 const char* to_string(Device);
 const char* to_string(TorchVersion);
+TorchRelease torch_release(TorchVersion);
 const char* to_string(Loss);
 const char* to_string(AdapterDtype);
 const char* to_string(PipelineSchedule);

@@ -172,13 +172,13 @@ void read_release(const Key& k, Reader& r, Context& x) {
         r.fail(key, "must be the back end's release, e.g. \"0.41.1\", got " + show(*v));
 }
 
-// PYTORCH_CUDA_ALLOC_CONF's text, checked by the allocator's own rules for the newest torch release modelled.
+// PYTORCH_CUDA_ALLOC_CONF's text, checked by the allocator's own rules for the torch release in force.
 void read_alloc_conf(const Key& k, Reader& r, Context& x) {
     const json* v = r.find(k.name);
     if (!v) return;
     if (!v->is_string() || v->get_ref<const std::string&>().size() > 512)
         return r.fail(k.name, "must be PYTORCH_CUDA_ALLOC_CONF's text (at most 512 characters), got " + show(*v));
-    if (parse_alloc_conf(v->get<std::string>(), kNewestAllocatorRelease, x.errors))
+    if (parse_alloc_conf(v->get<std::string>(), torch_release(x.c.torch), x.errors))
         x.c.alloc_conf = v->get<std::string>();
 }
 
@@ -392,8 +392,12 @@ ParsedConfig parse_config(const json& v) {
         if (k.before) k.before(c);
         const bool given = v.contains(k.name);
         const bool applies = !(given ? k.strict : k.required) || key_applies(k, c);
-        read_key(k, r, x);
-        if (given && k.strict && !applies) r.fail(k.name, "goes with " + condition_text(k.applies));
+        if (given && k.strict && !applies) {  // its value means nothing here: only its place is wrong
+            r.find(k.name);
+            r.fail(k.name, "goes with " + condition_text(k.applies));
+        } else {
+            read_key(k, r, x);
+        }
         if (!given && k.required && applies) r.fail(k.name, "is required with " + condition_text(k.applies));
     }
     for (const Key& k : keys)

@@ -65,7 +65,23 @@ const Names<Offload, 3> kOffload{{{Offload::none, "none", "Nothing"},
                                   {Offload::optimizer, "optimizer", "Optimizer states to CPU"},
                                   {Offload::optimizer_and_params, "optimizer+params", "Optimizer and parameters to CPU"}}};
 const Names<Device, 2> kDevice{{{Device::cuda, "cuda", "CUDA (the GPU)"}, {Device::cpu, "cpu", "CPU kernels (validation)"}}};
-const Names<TorchVersion, 2> kTorch{{{TorchVersion::v2, "2", "PyTorch 2.x"}, {TorchVersion::v1_13, "1.13", "PyTorch 1.13"}}};
+const Names<TorchVersion, 16> kTorch{{
+     {TorchVersion::v2, "2", "PyTorch 2 (the newest modelled: 2.13)"},
+     {TorchVersion::v2_13, "2.13", "PyTorch 2.13"},
+     {TorchVersion::v2_12, "2.12", "PyTorch 2.12"},
+     {TorchVersion::v2_11, "2.11", "PyTorch 2.11"},
+     {TorchVersion::v2_10, "2.10", "PyTorch 2.10"},
+     {TorchVersion::v2_9, "2.9", "PyTorch 2.9"},
+     {TorchVersion::v2_8, "2.8", "PyTorch 2.8"},
+     {TorchVersion::v2_7, "2.7", "PyTorch 2.7"},
+     {TorchVersion::v2_6, "2.6", "PyTorch 2.6"},
+     {TorchVersion::v2_5, "2.5", "PyTorch 2.5"},
+     {TorchVersion::v2_4, "2.4", "PyTorch 2.4"},
+     {TorchVersion::v2_3, "2.3", "PyTorch 2.3"},
+     {TorchVersion::v2_2, "2.2", "PyTorch 2.2"},
+     {TorchVersion::v2_1, "2.1", "PyTorch 2.1"},
+     {TorchVersion::v2_0, "2.0", "PyTorch 2.0"},
+     {TorchVersion::v1_13, "1.13", "PyTorch 1.13"}}};
 const Names<Loss, 4> kLoss{{{Loss::full, "full", "Full cross-entropy (whole logits)"},
                             {Loss::chunked, "chunked", "Chunked cross-entropy"},
                             {Loss::fused, "fused", "Cross-entropy kernel over the 16-bit logits (flash-attn, Liger)"},
@@ -106,6 +122,12 @@ std::vector<std::string> methods_where(bool (*pick)(const MethodTraits&)) {
     std::vector<std::string> out;
     for (const Choice<TrainingMethod>& m : kMethod.items)
         if (pick(method_traits(m.value))) out.push_back(m.name);
+    return out;
+}
+std::vector<std::string> torch_2_releases() {
+    std::vector<std::string> out;
+    for (const Choice<TorchVersion>& t : kTorch.items)
+        if (t.value != TorchVersion::v1_13) out.push_back(t.name);
     return out;
 }
 std::vector<std::string> strategies_where(bool (*pick)(const StrategyTraits&)) {
@@ -392,10 +414,10 @@ std::vector<Key> build_keys() {
     add(Row("device", "device", T::choice).bind(member<&Config::device>()).pick(view(kDevice)).defaults("\"cuda\"")
             .shown(G::gpu, "Kernels", "\"cuda\", or \"cpu\" to model PyTorch’s CPU kernels (what the CPU validation measures)."));
     add(Row("torch", "torch", T::choice).bind(member<&Config::torch>()).pick(view(kTorch)).defaults("\"2\"")
-            .shown(G::stack, "PyTorch version", "What PyTorch’s optimizer and RMSNorm backward allocate changed between 1.13 and 2."));
+            .shown(G::stack, "PyTorch version", "The release that runs: what the optimizer and RMSNorm backward allocate changed between 1.13 and 2; the allocator’s options and the NCCL each wheel ships change by release."));
     add(Row("alloc_conf", "alloc_conf", T::text).codec(Codec::alloc_conf).bind(member<&Config::alloc_conf>())
-            .when(all({is("torch", {"2"})}), true).echoed(Echo::when_set).defaults("\"\" (PyTorch’s defaults)")
-            .shown(G::stack, "PYTORCH_CUDA_ALLOC_CONF", "The caching allocator’s options in PyTorch’s own syntax (\"expandable_segments:True,max_split_size_mb:128\"), checked as torch 2.13 reads them (setup/alloc_conf.cpp); the replay of a QLoRA model’s loading follows them."));
+            .when(all({is("torch", torch_2_releases())}), true).echoed(Echo::when_set).defaults("\"\" (PyTorch’s defaults)")
+            .shown(G::stack, "PYTORCH_CUDA_ALLOC_CONF", "The caching allocator’s options in PyTorch’s own syntax (\"expandable_segments:True,max_split_size_mb:128\"), checked as the torch release in force reads them (setup/alloc_conf.cpp); the replay of a QLoRA model’s loading follows them."));
     add(Row("compile", "", T::boolean).bind(member<&Config::compile>()).defaults("false")
             .shown(G::stack, "torch.compile", "Estimated as eager, with a warning that the activations are then an upper bound."));
 
@@ -587,8 +609,15 @@ std::string condition_text(const Condition& cond) {
         for (const Atom& a : all) {
             std::string atom = "\"" + std::string(a.key) + "\"";
             if (a.in.empty()) atom += " above " + exact_text(a.above);
-            for (std::size_t i = 0; i < a.in.size(); ++i)
-                atom += (i == 0 ? ": \"" : i + 1 == a.in.size() ? " or \"" : ", \"") + a.in[i] + "\"";
+            // A list of most of a key's choices reads shorter as the ones it leaves out.
+            std::vector<std::string> out;
+            if (const Key* k = find_key(a.key); k && 2 * a.in.size() > k->choices.size())
+                for (const ChoiceView& c : k->choices)
+                    if (std::find(a.in.begin(), a.in.end(), c.name) == a.in.end()) out.push_back(c.name);
+            const std::vector<std::string>& listed = out.empty() ? a.in : out;
+            for (std::size_t i = 0; i < listed.size(); ++i)
+                atom += (i == 0 ? (out.empty() ? ": \"" : " not \"") : i + 1 == listed.size() ? " or \"" : ", \"") +
+                        listed[i] + "\"";
             alt += (alt.empty() ? "" : " and ") + atom;
         }
         s += (s.empty() ? "" : "; or ") + alt;
@@ -800,6 +829,10 @@ const char* to_string(Strategy e) { return strategy_traits(e).name; }
 const char* to_string(Offload e) { return kOffload.name(e); }
 const char* to_string(Device e) { return kDevice.name(e); }
 const char* to_string(TorchVersion e) { return kTorch.name(e); }
+TorchRelease torch_release(TorchVersion e) {
+    if (e == TorchVersion::v1_13) return {1, 13};
+    return e == TorchVersion::v2 ? kNewestAllocatorRelease : *parse_torch_release(kTorch.name(e));
+}
 const char* to_string(Loss e) { return kLoss.name(e); }
 const char* to_string(AdapterDtype e) { return kAdapterDtype.name(e); }
 const char* to_string(PipelineSchedule e) { return kSchedule.name(e); }

@@ -203,6 +203,14 @@ TEST_CASE("wrong types are named", "[bad_input]") {
     expect_fields(R"({"alloc_conf":"max_split_size_mb:4"})", {"alloc_conf"});
     expect_fields(R"({"alloc_conf":{"expandable_segments":true}})", {"alloc_conf"});
     expect_fields(R"({"alloc_conf":"expandable_segments:True","torch":"1.13"})", {"alloc_conf"});
+    // The options are those of the release in force: expandable_segments came in 2.1, a division of 1
+    // is refused from 2.10; a patch level is not a release of the key.
+    expect_fields(R"({"alloc_conf":"expandable_segments:True","torch":"2.0"})", {"alloc_conf"});
+    expect_ok(R"({"alloc_conf":"expandable_segments:True","torch":"2.1"})");
+    expect_ok(R"({"alloc_conf":"roundup_power2_divisions:[>:1]","torch":"2.9"})");
+    expect_fields(R"({"alloc_conf":"roundup_power2_divisions:[>:1]","torch":"2.10"})", {"alloc_conf"});
+    expect_fields(R"({"alloc_conf":"roundup_power2_divisions:[>:1]"})", {"alloc_conf"});
+    expect_fields(R"({"torch":"2.5.1"})", {"torch"});
     expect_fields(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"dropout":"0.1"}})",
                   {"model.dropout"});
     expect_fields(R"({"model":{"layers":2,"hidden":64,"heads":4,"ffn":128,"vocab":100,"bias":"yes"}})",
